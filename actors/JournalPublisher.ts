@@ -1,0 +1,33 @@
+import { Singleton } from "@effect/cluster"
+import type { SqlClient, SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Queue, Schedule, Stream } from "effect"
+import { JOURNAL_PENDING_CHANNEL, publishJournalBatch } from "../src/Store/Journal.ts"
+
+const BATCH = 500
+/** Fallback poll when a notification is missed (e.g. while the LISTEN connection reconnects). */
+const POLL = Duration.millis(250)
+
+/** Publishes until nothing is left, then waits for a writer's ping or the poll interval. */
+export const runJournalPublisher = Effect.gen(function* () {
+  const pg = yield* PgClient.PgClient
+  const wake = yield* Queue.sliding<void>(1)
+  yield* pg.listen(JOURNAL_PENDING_CHANNEL).pipe(
+    Stream.runForEach(() => Queue.offer(wake, undefined)),
+    Effect.retry(Schedule.spaced("1 second")),
+    Effect.forkScoped,
+  )
+  const drain: Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient> = publishJournalBatch(BATCH).pipe(
+    Effect.flatMap(({ published }) => (published === BATCH ? drain : Effect.void)),
+  )
+  yield* drain.pipe(
+    Effect.zipRight(Queue.take(wake).pipe(Effect.timeout(POLL), Effect.ignore)),
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning("journal publisher failed; retrying", cause).pipe(Effect.zipRight(Effect.sleep("1 second"))),
+    ),
+    Effect.forever,
+  )
+}).pipe(Effect.scoped, Effect.annotateLogs({ actor: "JournalPublisher" }))
+
+/** One publisher in the whole cluster: the cursor sequence has a single writer. */
+export const JournalPublisherLive = Singleton.make("journal-publisher", runJournalPublisher)

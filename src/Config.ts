@@ -1,0 +1,159 @@
+import { FileSystem } from "@effect/platform"
+import { Context, Data, Effect, Config as EffectConfig, Layer, Option, ParseResult, Redacted, Schema } from "effect"
+import { privateKeyToAddress } from "viem/accounts"
+import { DevelopmentConfig } from "./DevelopmentConfig.ts"
+import { Address, Amount, NonNegativeInt, PositiveInt, VenueId } from "./Domain/Primitives.ts"
+
+/**
+ * The deployment configuration: what GET /v1/info and /v1/venues publish, plus the secrets the
+ * service needs. Loaded from the JSON file named by SETTLEMENT_CONFIG, validated before anything
+ * starts so that a bad file fails with the offending field's path.
+ */
+
+const Url = Schema.String.pipe(
+  Schema.filter((s) => URL.canParse(s), { message: () => "must be an absolute URL" }),
+  Schema.annotations({ identifier: "Url" }),
+)
+
+const Origin = Schema.String.pipe(
+  Schema.filter((s) => URL.canParse(s) && new URL(s).origin === s, {
+    message: () => "must be an origin such as https://app.example.com (scheme, host, optional port; no path)",
+  }),
+)
+
+export const VenueKind = Schema.Literal("hyperliquid", "aster")
+export type VenueKind = typeof VenueKind.Type
+
+export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
+  id: VenueId,
+  name: Schema.NonEmptyTrimmedString,
+  kind: VenueKind,
+  chain_id: PositiveInt,
+  rpc_urls: Schema.NonEmptyArray(Url),
+  token: Address,
+  symbol: Schema.NonEmptyTrimmedString,
+  decimals: Schema.Int.pipe(Schema.between(0, 36)),
+  escrow: Address,
+  deployment_block: NonNegativeInt,
+  /** The venue's own HTTP API (a simulator on devnet). */
+  api_url: Schema.optional(Url),
+}) {}
+
+export class Limits extends Schema.Class<Limits>("Limits")({
+  requests_per_second: Schema.optionalWith(PositiveInt, { default: () => 60 }),
+  request_burst: Schema.optionalWith(PositiveInt, { default: () => 120 }),
+  body_bytes: Schema.optionalWith(PositiveInt, { default: () => 65536 }),
+  batch_orders: Schema.optionalWith(PositiveInt, { default: () => 20 }),
+  lease_seconds_min: Schema.optionalWith(PositiveInt, { default: () => 5 }),
+  lease_seconds_max: Schema.optionalWith(PositiveInt, { default: () => 120 }),
+  quote_validity_seconds_max: Schema.optionalWith(PositiveInt, { default: () => 300 }),
+  take_parts_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8)), { default: () => 8 }),
+  pay_window_seconds: Schema.optionalWith(PositiveInt, { default: () => 120 }),
+  /** Largest single fill, token base units. */
+  fill_max: Schema.optionalWith(Amount, { default: () => "1000000000000" }),
+}) {}
+
+export class SettlementTimings extends Schema.Class<SettlementTimings>("SettlementTimings")({
+  maker_timeout_seconds: Schema.optionalWith(PositiveInt, { default: () => 1800 }),
+  taker_timeout_seconds: Schema.optionalWith(PositiveInt, { default: () => 3600 }),
+  lock_cutoff_seconds: Schema.optionalWith(PositiveInt, { default: () => 60 }),
+  reveal_cutoff_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
+}) {}
+
+export class AccessConfig extends Schema.Class<AccessConfig>("AccessConfig")({
+  mode: Schema.optionalWith(Schema.Literal("open", "beta"), { default: () => "open" as const }),
+  captcha_site_key: Schema.optionalWith(Schema.String, { default: () => "" }),
+}) {}
+
+/** Never echoes the value: a decode failure names the field only. */
+const PrivateKey = Schema.Redacted(
+  Schema.String.pipe(
+    Schema.pattern(/^0x[0-9a-fA-F]{64}$/),
+    Schema.annotations({ message: () => "must be a 0x-prefixed 32-byte hex private key" }),
+  ),
+).annotations({ message: () => "must be a 0x-prefixed 32-byte hex private key" })
+
+export class DeploymentConfig extends Schema.Class<DeploymentConfig>("DeploymentConfig")(
+  {
+    venues: Schema.NonEmptyArray(VenueConfig).pipe(
+      Schema.filter((vs) => new Set(vs.map((v) => v.id)).size === vs.length, {
+        message: () => "venue ids must be unique",
+      }),
+    ),
+    limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
+    settlement: Schema.optionalWith(SettlementTimings, { default: () => SettlementTimings.make({}) }),
+    access: Schema.optionalWith(AccessConfig, { default: () => AccessConfig.make({}) }),
+    app_origins: Schema.NonEmptyArray(Origin),
+    admins: Schema.optionalWith(Schema.Array(Address), { default: () => [] }),
+    operator_key: PrivateKey,
+  },
+  { parseOptions: { onExcessProperty: "error" } },
+) {}
+
+export class ConfigInvalid extends Data.TaggedError("ConfigInvalid")<{ readonly message: string }> {}
+
+/** Formats decode issues as `path: message` lines; the messages of secret fields carry no value. */
+export const describeIssues = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((i) => `${i.path.length > 0 ? i.path.map((p) => String(p)).join(".") : "(root)"}: ${i.message}`)
+    .join("; ")
+
+export const decodeDeploymentConfig = (input: unknown, source: string) =>
+  Schema.decodeUnknown(DeploymentConfig, { errors: "all" })(input).pipe(
+    Effect.mapError((e) => new ConfigInvalid({ message: `invalid configuration in ${source}: ${describeIssues(e)}` })),
+  )
+
+export interface AppConfigShape {
+  readonly deployment: DeploymentConfig
+  readonly port: number
+  /** Absent: the embedded PostgreSQL is used. */
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  /** Lowercase address of the operator key. */
+  readonly operator: string
+  /** Where the file came from, for the start-up line. */
+  readonly source: string
+}
+
+export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {
+  static readonly make = (deployment: DeploymentConfig, rest: Omit<AppConfigShape, "deployment" | "operator">) =>
+    AppConfig.of({
+      deployment,
+      operator: privateKeyToAddress(Redacted.value(deployment.operator_key) as `0x${string}`).toLowerCase(),
+      ...rest,
+    })
+
+  static readonly layer = (deployment: DeploymentConfig, rest: Omit<AppConfigShape, "deployment" | "operator">) =>
+    Layer.succeed(AppConfig, AppConfig.make(deployment, rest))
+
+  /**
+   * Reads SETTLEMENT_CONFIG (a JSON file), PORT and DATABASE_URL. Without SETTLEMENT_CONFIG the
+   * built-in development config is used. OPERATOR_KEY, when set, replaces `operator_key`.
+   */
+  static readonly fromEnv = Layer.effect(
+    AppConfig,
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* EffectConfig.option(EffectConfig.nonEmptyString("SETTLEMENT_CONFIG"))
+      const operatorKey = yield* EffectConfig.option(EffectConfig.redacted("OPERATOR_KEY"))
+      const port = yield* EffectConfig.port("PORT").pipe(EffectConfig.withDefault(8080))
+      const databaseUrl = yield* EffectConfig.option(EffectConfig.redacted("DATABASE_URL"))
+      const { raw, source } = Option.isSome(path)
+        ? {
+            raw: yield* fs.readFileString(path.value).pipe(
+              Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
+              Effect.mapError(
+                (e) => new ConfigInvalid({ message: `cannot read SETTLEMENT_CONFIG ${path.value}: ${String(e)}` }),
+              ),
+            ),
+            source: path.value,
+          }
+        : { raw: DevelopmentConfig as unknown, source: "built-in development config" }
+      const withKey =
+        Option.isSome(operatorKey) && typeof raw === "object" && raw !== null
+          ? { ...raw, operator_key: Redacted.value(operatorKey.value) }
+          : raw
+      const deployment = yield* decodeDeploymentConfig(withKey, source)
+      return AppConfig.make(deployment, { port, databaseUrl, source })
+    }),
+  )
+}

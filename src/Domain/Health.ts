@@ -1,0 +1,45 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { Timestamp } from "./Primitives.ts"
+
+/** One chain's entry of GET /health. Block numbers are decimal strings (lossless). */
+export const ChainHealth = Schema.Struct({
+  venue: Schema.String,
+  chain_id: Schema.Int,
+  ready: Schema.Boolean,
+  block: Schema.String,
+  finalized_block: Schema.String,
+  checked_at: Schema.NullOr(Timestamp),
+  finalized_at: Schema.NullOr(Timestamp),
+  error: Schema.String,
+  operator_gas: Schema.String,
+  integrity_checked_at: Schema.NullOr(Timestamp),
+  integrity_completed_at: Schema.NullOr(Timestamp),
+  integrity_error: Schema.String,
+  integrity_mismatch: Schema.Boolean,
+}).annotations({ identifier: "ChainHealth" })
+export type ChainHealth = typeof ChainHealth.Type
+
+const healthFields = {
+  ready: Schema.Boolean,
+  server_time: Timestamp,
+  pending_transactions: Schema.Int.pipe(Schema.nonNegative()),
+  chains: Schema.Array(ChainHealth),
+  journal_unpublished: Schema.Int.pipe(Schema.nonNegative()),
+  journal_oldest_unpublished_seconds: Schema.Int,
+}
+
+/** 200: every chain fresh at its final head, gas sufficient, < 32 pending transactions, no mismatch. */
+export class HealthOk extends Schema.Class<HealthOk>("HealthOk")({
+  status: Schema.Literal("ok"),
+  ...healthFields,
+}) {}
+
+/** 503 with the same body shape (not the error envelope), as the spec requires. */
+export class HealthDegraded extends Schema.Class<HealthDegraded>("HealthDegraded")(
+  { status: Schema.Literal("degraded"), ...healthFields },
+  HttpApiSchema.annotations({ status: 503, description: "Not ready: same body as 200, status degraded." }),
+) {}
+
+/** Readiness queue limit from the spec: fewer than 32 pending transactions. */
+export const MAX_PENDING_FOR_READY = 32

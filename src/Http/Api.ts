@@ -1,0 +1,49 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "./Errors.ts"
+import { HealthApi } from "./HealthApi.ts"
+import { InfoApi } from "./InfoApi.ts"
+
+/**
+ * The HTTP contract. Errors every route can answer are declared once here; groups add their own.
+ * The default HttpApiDecodeError body is replaced by our envelope (ApiMiddleware), so it is removed
+ * from the generated document.
+ */
+export class Api extends HttpApi.make("settlement")
+  .add(HealthApi)
+  .add(InfoApi)
+  .addError(InvalidRequest)
+  .addError(NotFound)
+  .addError(MethodNotAllowed)
+  .addError(PayloadTooLarge)
+  .addError(Internal)
+  .annotate(OpenApi.Title, "Cross-Venue Settlement API")
+  .annotate(OpenApi.Version, "v1")
+  .annotate(OpenApi.Transform, (spec) => stripDecodeError(spec)) {}
+
+type Json = Record<string, unknown>
+
+/** Drops the framework's HttpApiDecodeError schema from responses: our 400 is the envelope. */
+const stripDecodeError = (spec: Json): Json => {
+  const text = JSON.stringify(spec)
+  const parsed = JSON.parse(text) as Json
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(visit)
+      return
+    }
+    if (node === null || typeof node !== "object") return
+    const obj = node as Json
+    for (const key of ["anyOf", "oneOf"]) {
+      const list = obj[key]
+      if (Array.isArray(list)) {
+        obj[key] = list.filter((s) => (s as Json)?.$ref !== "#/components/schemas/HttpApiDecodeError")
+      }
+    }
+    Object.values(obj).forEach(visit)
+  }
+  visit(parsed)
+  const components = parsed.components as Json | undefined
+  const schemas = components?.schemas as Json | undefined
+  if (schemas) delete schemas.HttpApiDecodeError
+  return parsed
+}

@@ -1,0 +1,90 @@
+import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
+import { Cause, Effect, Layer, Option } from "effect"
+import { AppConfig } from "../Config.ts"
+import { limitBody } from "./BodyLimit.ts"
+import { envelopeResponse } from "./Envelope.ts"
+import { allowedMethods, type Route } from "./RouteTable.ts"
+
+/**
+ * Renders into the envelope every failure that would otherwise get the platform's bodiless
+ * default: request decode errors, unknown routes (404, or 405 when the path exists), malformed or
+ * oversized bodies, and defects (500 INTERNAL, retryable, no internals). It runs inside HttpApi,
+ * before its error encoder, where these are still failures; declared errors pass through.
+ */
+const renderFailures =
+  (methodsFor: (pathname: string) => ReadonlyArray<string>) =>
+  (app: HttpApp.Default): HttpApp.Default =>
+    Effect.catchAllCause(app, (cause) =>
+      Effect.gen(function* () {
+        const failure = Option.getOrUndefined(Cause.failureOption(cause)) as unknown
+        const defect = Option.getOrUndefined(Cause.dieOption(cause))
+        const error = failure ?? defect
+        if (failure !== undefined && defect === undefined && !isFrameworkError(failure)) {
+          return yield* Effect.failCause(cause)
+        }
+        if (error instanceof HttpApiError.HttpApiDecodeError) {
+          return yield* envelopeResponse(400, "INVALID_REQUEST", describeDecodeError(error))
+        }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (error instanceof HttpServerError.RouteNotFound) {
+          const pathname = new URL(request.url, "http://localhost").pathname
+          const allowed = methodsFor(pathname)
+          return allowed.length > 0
+            ? yield* envelopeResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${pathname}`, {
+                headers: { allow: allowed.join(", ") },
+              })
+            : yield* envelopeResponse(404, "NOT_FOUND", `no route ${pathname}`)
+        }
+        if (error instanceof HttpServerError.RequestError) {
+          if (String(error.cause).includes("maxBytes exceeded")) {
+            return yield* envelopeResponse(413, "PAYLOAD_TOO_LARGE", "request body too large", {
+              headers: { connection: "close" },
+            })
+          }
+          return yield* envelopeResponse(400, "INVALID_REQUEST", "malformed request body: expected valid JSON")
+        }
+        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        yield* Effect.logError("unexpected failure", {
+          method: request.method,
+          url: request.url,
+          error: summarize(error ?? Cause.squash(cause)),
+        })
+        return yield* envelopeResponse(500, "INTERNAL", "internal error", { retryable: true })
+      }),
+    )
+
+/** The body limit applies before any handler reads the body; everything below renders envelopes. */
+export const apiMiddleware = (routes: ReadonlyArray<Route>) =>
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => {
+      const render = renderFailures(allowedMethods(routes))
+      return HttpApiBuilder.middleware((app) => render(limitBody(config.deployment.limits.body_bytes)(app)))
+    }),
+  )
+
+const isFrameworkError = (u: unknown) =>
+  u instanceof HttpApiError.HttpApiDecodeError ||
+  u instanceof HttpServerError.RouteNotFound ||
+  u instanceof HttpServerError.RequestError
+
+/** The error's class and message only: no stack trace reaches the log. */
+const summarize = (u: unknown): string => {
+  const e = u instanceof Error ? `${u.name}: ${u.message}` : String(u)
+  return e.length > 300 ? `${e.slice(0, 300)}…` : e
+}
+
+/**
+ * `path: message` per issue. Values the client sent are cut from the text so that a signature or
+ * token is never echoed back.
+ */
+export const describeDecodeError = (e: HttpApiError.HttpApiDecodeError): string => {
+  const parts = e.issues.slice(0, 5).map((i) => {
+    const where = i.path.length > 0 ? i.path.map(String).join(".") : "request"
+    const what = i.message
+      .replace(/,?\s*actual\b[\s\S]*$/, "")
+      .replace(/\s+/g, " ")
+      .trim()
+    return `${where}: ${what.length > 200 ? `${what.slice(0, 200)}…` : what}`
+  })
+  return parts.length > 0 ? parts.join("; ") : "invalid request"
+}

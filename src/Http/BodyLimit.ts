@@ -1,0 +1,76 @@
+import type { IncomingMessage } from "node:http"
+import { type HttpApp, HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect, Option } from "effect"
+import { envelopeResponse } from "./Envelope.ts"
+
+const TOO_LARGE = Symbol("too-large")
+
+/** Reads a body of unknown length, stopping at `limit` bytes; the rest is drained and discarded. */
+const readLimited = (source: IncomingMessage, limit: number) =>
+  Effect.async<Buffer | typeof TOO_LARGE, Error>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        source.resume()
+        resume(Effect.succeed(TOO_LARGE))
+      } else chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(Buffer.concat(chunks)))
+    }
+    const onError = (e: Error) => {
+      cleanup()
+      resume(Effect.fail(e))
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+const tooLarge = (limit: number) =>
+  envelopeResponse(413, "PAYLOAD_TOO_LARGE", `request body exceeds ${limit} bytes`, {
+    headers: { connection: "close" },
+  })
+
+/**
+ * Enforces the body limit before any handler reads the body. A declared Content-Length is checked
+ * up front; a chunked body is buffered here up to the limit, because the platform's own limit
+ * destroys the socket instead of answering 413.
+ */
+export const limitBody =
+  (limit: number) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const declared = request.headers["content-length"]
+      const limited = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)))
+      if (declared !== undefined) {
+        if (!/^\d{1,15}$/.test(declared)) return yield* envelopeResponse(400, "INVALID_REQUEST", "bad Content-Length")
+        return Number(declared) > limit ? yield* tooLarge(limit) : yield* limited
+      }
+      if (request.headers["transfer-encoding"] === undefined) return yield* limited
+      const source = NodeHttpServerRequest.toIncomingMessage(request)
+      const body = yield* readLimited(source, limit).pipe(Effect.orElseSucceed(() => undefined))
+      if (body === undefined) return yield* envelopeResponse(400, "INVALID_REQUEST", "request body could not be read")
+      if (body === TOO_LARGE) return yield* tooLarge(limit)
+      const headers = { ...request.headers, "content-length": String(body.length) }
+      delete (headers as Record<string, string>)["transfer-encoding"]
+      const buffered = HttpServerRequest.fromWeb(
+        new Request(new URL(request.url, "http://localhost"), { method: request.method, headers, body }),
+      ).modify({
+        url: request.url,
+        ...Option.match(request.remoteAddress, { onNone: () => ({}), onSome: (a) => ({ remoteAddress: a }) }),
+      })
+      return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, buffered)
+    })

@@ -1,0 +1,46 @@
+import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Random } from "effect"
+import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
+
+export interface GlobalMiddlewareOptions {
+  readonly origins: ReadonlyArray<string>
+}
+
+const randomUuid = Effect.map(Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]), (words) => {
+  const hex = words.map((w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
+  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+})
+
+const appendStandardHeaders = (id: string) =>
+  HttpApp.appendPreResponseHandler((_req, response) =>
+    Effect.map(Clock.currentTimeMillis, (now) =>
+      HttpServerResponse.setHeaders(response, { "x-request-id": id, "x-server-time": String(now) }),
+    ),
+  )
+
+/**
+ * The outermost layer of every request: request id and server time headers on every response
+ * (preflights and errors included) and CORS. It wraps the platform's own error handling, so
+ * failures and the body limit are handled inside the API (ApiMiddleware), not here.
+ */
+export const globalMiddleware =
+  (options: GlobalMiddlewareOptions) =>
+  (app: HttpApp.Default): HttpApp.Default =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const id = acceptRequestId(request.headers["x-request-id"]) ?? (yield* randomUuid)
+      yield* appendStandardHeaders(id)
+      const cors = HttpMiddleware.cors({
+        allowedOrigins: [...options.origins],
+        allowedHeaders: ["authorization", "content-type", "x-request-id"],
+        allowedMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+        exposedHeaders: ["x-request-id", "x-server-time", "retry-after"],
+        maxAge: 600,
+      })(app)
+      // Responses the app produced were already written with the pre-response handlers; this
+      // covers the ones produced here without reaching it (CORS preflights).
+      const response = yield* Effect.locally(cors, CurrentRequestId, id)
+      const now = yield* Clock.currentTimeMillis
+      return HttpServerResponse.setHeaders(response, { "x-request-id": id, "x-server-time": String(now) })
+    })

@@ -1,0 +1,33 @@
+import { HttpApi } from "@effect/platform"
+
+export interface Route {
+  readonly method: string
+  readonly path: string
+}
+
+/** The routes an API declares, for telling 405 (path known, other method) from 404. */
+export const routesOf = (api: HttpApi.HttpApi.Any): Array<Route> => {
+  const routes: Array<Route> = []
+  HttpApi.reflect(api as HttpApi.HttpApi<string, never, never, never>, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => routes.push({ method: endpoint.method, path: endpoint.path }),
+  })
+  return routes
+}
+
+const toRegExp = (path: string) =>
+  new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_][A-Za-z0-9_]*/g, "[^/]+")}/?$`)
+
+/** Methods allowed on a path, or an empty list when no route has that path. */
+export const allowedMethods = (routes: ReadonlyArray<Route>) => {
+  const compiled = routes.map((r) => ({ method: r.method, re: toRegExp(r.path) }))
+  return (pathname: string): Array<string> => [
+    ...new Set(compiled.filter((r) => r.re.test(pathname)).map((r) => r.method)),
+  ]
+}
+
+/** Routes served outside the HttpApi contract (documents and, later, the stream). */
+export const RAW_ROUTES: ReadonlyArray<Route> = [
+  { method: "GET", path: "/v1/openapi.json" },
+  { method: "GET", path: "/v1/docs" },
+]

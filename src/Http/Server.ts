@@ -1,0 +1,55 @@
+import { createServer } from "node:http"
+import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Config, Console, Effect, Layer } from "effect"
+import { AppConfig } from "../Config.ts"
+import { Api } from "./Api.ts"
+import { apiMiddleware } from "./ApiMiddleware.ts"
+import { globalMiddleware } from "./GlobalMiddleware.ts"
+import { HealthHandlers } from "./HealthHandlers.ts"
+import { InfoHandlers } from "./InfoHandlers.ts"
+import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
+
+/** Every group's handlers; tests add a probe group to the same API id on top of these. */
+export const HandlersLive = Layer.mergeAll(HealthHandlers, InfoHandlers)
+export const ApiLive = HttpApiBuilder.api(Api).pipe(Layer.provide(HandlersLive))
+
+export interface HttpOptions<R = never> {
+  /** Listen port; 0 picks a free one (tests). */
+  readonly port: number
+  readonly host: string
+  /** The API to serve and its routes; tests pass Api plus a probe group. */
+  readonly api: { readonly layer: Layer.Layer<HttpApi.Api, never, R>; readonly routes: ReadonlyArray<Route> }
+}
+
+/** The one start-up line saying where the service listens. */
+const announce = Layer.effectDiscard(
+  HttpServer.addressFormattedWith((address) => Console.log(`settlement service listening on ${address}`)),
+)
+
+export const httpLayer = <R = never>(options: HttpOptions<R>) =>
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      HttpApiBuilder.serve(
+        globalMiddleware({
+          origins: config.deployment.app_origins,
+        }),
+      ).pipe(
+        Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
+        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+        Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
+        Layer.provide(options.api.layer),
+        Layer.merge(announce),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+      ),
+    ),
+  )
+
+/** PORT (default 8080) from the config; HTTP_HOST defaults to loopback. */
+export const HttpLive = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const host = yield* Config.string("HTTP_HOST").pipe(Config.withDefault("127.0.0.1"))
+    return httpLayer({ port: config.port, host, api: { layer: ApiLive, routes: routesOf(Api) } })
+  }),
+)

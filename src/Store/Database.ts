@@ -1,0 +1,47 @@
+import { readdirSync } from "node:fs"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import { NodeContext } from "@effect/platform-node"
+import { Migrator } from "@effect/sql"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Effect, Layer, Option, type Redacted } from "effect"
+import { AppConfig } from "../Config.ts"
+import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations", import.meta.url))
+
+/** Where `npm start` keeps the embedded database across restarts. */
+export const EMBEDDED_DATA_DIR = ".data/pg"
+
+/**
+ * Loads `migrations/NNNN_name.ts` modules (default export: an Effect). The platform's own loader
+ * imports from inside node_modules, where neither tsx nor vitest transform TypeScript; importing
+ * from here lets both runtimes load the files.
+ */
+export const migrationsLoader: Migrator.Loader = Effect.sync(() =>
+  readdirSync(MIGRATIONS_DIR)
+    .flatMap((file) => {
+      const match = file.match(/^(\d+)_([^.]+)\.(?:js|ts)$/)
+      if (!match) return []
+      const load = Effect.promise(() => import(/* @vite-ignore */ pathToFileURL(`${MIGRATIONS_DIR}/${file}`).href))
+      return [[Number(match[1]), match[2]!, load] as const]
+    })
+    .sort(([a], [b]) => a - b),
+)
+
+/** A pool on the given PostgreSQL with every pending migration applied (PgMigrator locks the table). */
+export const databaseLayer = (url: Redacted.Redacted<string>) =>
+  PgMigrator.layer({ loader: migrationsLoader }).pipe(
+    Layer.provide(NodeContext.layer),
+    Layer.provideMerge(PgClient.layer({ url, maxConnections: 16, applicationName: "settlement" })),
+  )
+
+/** DATABASE_URL when set; otherwise an embedded PostgreSQL whose data lives in ./.data/pg. */
+export const DatabaseLive = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const url = Option.isSome(config.databaseUrl)
+      ? config.databaseUrl.value
+      : yield* startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(Effect.orDie)
+    return databaseLayer(url)
+  }),
+)

@@ -1,0 +1,77 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** Channel a writer pings so the publisher wakes at once instead of at its next poll. */
+export const JOURNAL_PENDING_CHANNEL = "journal_pending"
+/** Channel the publisher notifies with the highest cursor it assigned. */
+export const JOURNAL_PUBLISHED_CHANNEL = "journal_published"
+/** Serialises publishers: only one transaction assigns cursors at a time, even during a singleton hand-over. */
+const PUBLISHER_LOCK = 7_210_001
+
+export interface JournalEntry {
+  readonly kind: string
+  /** Lowercase master address for private events; null for public ones. */
+  readonly master: string | null
+  readonly payload: unknown
+}
+
+export interface JournalStats {
+  readonly unpublished: number
+  /** Age of the oldest row still without a cursor, whole seconds (0 when none). */
+  readonly oldestUnpublishedSeconds: number
+}
+
+/**
+ * Appends a journal row. Call it inside the state change's own transaction so that the row exists
+ * if and only if the change committed.
+ */
+export const appendJournal = (entry: JournalEntry) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.zipRight(
+      sql`insert into journal (kind, master, payload)
+          values (${entry.kind}, ${entry.master}, ${JSON.stringify(entry.payload ?? null)}::jsonb)`,
+      // NOTIFY is transactional: delivered only if the surrounding transaction commits.
+      sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`,
+    ),
+  ).pipe(Effect.asVoid)
+
+/**
+ * Gives the committed rows that have no cursor yet the next cursors, in id order, and returns how
+ * many it published and the highest cursor. Only rows visible now (committed) can be selected, so a
+ * row whose transaction commits later simply receives a later cursor: cursors are gapless,
+ * increasing and never reassigned.
+ */
+export const publishJournalBatch = (limit: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        yield* sql`select pg_advisory_xact_lock(${PUBLISHER_LOCK})`
+        const rows = yield* sql<{ cursor: string }>`
+          with base as (select coalesce(max(cursor), 0) as c from journal),
+          todo as (
+            select id, row_number() over (order by id) as rn
+            from journal where cursor is null order by id limit ${limit}
+          )
+          update journal j set cursor = base.c + todo.rn, published_at = now()
+          from todo, base where j.id = todo.id
+          returning j.cursor::text as cursor`
+        const last = rows.reduce((max, r) => (BigInt(r.cursor) > max ? BigInt(r.cursor) : max), 0n)
+        if (rows.length > 0) yield* sql`select pg_notify(${JOURNAL_PUBLISHED_CHANNEL}, ${last.toString()})`
+        return { published: rows.length, last }
+      }),
+    ),
+  )
+
+export const journalStats = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ unpublished: string; oldest: string | null }>`
+    select count(*)::text as unpublished,
+           floor(extract(epoch from (now() - min(created_at))))::text as oldest
+    from journal where cursor is null`.pipe(
+    Effect.map(
+      ([row]): JournalStats => ({
+        unpublished: Number(row?.unpublished ?? 0),
+        oldestUnpublishedSeconds: Math.max(0, Number(row?.oldest ?? 0)),
+      }),
+    ),
+  ),
+)

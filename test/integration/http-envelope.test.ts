@@ -1,0 +1,179 @@
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { rawRequest } from "../support/Http.ts"
+import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
+import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+const Live = TestHttpLive.pipe(Layer.provideMerge(TestDatabaseLive), Layer.provideMerge(testAppConfig()))
+
+const json = { "content-type": "application/json" }
+
+/** Every error must be the envelope, with request_id equal to the header and the standard headers. */
+const expectEnvelope = (
+  res: { status: number; headers: Record<string, unknown>; json: unknown },
+  status: number,
+  code: string,
+) => {
+  expect(res.status).toBe(status)
+  const body = res.json as { error: { code: string; message: string; request_id: string; retryable: boolean } }
+  expect(Object.keys(body)).toEqual(["error"])
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "request_id", "retryable"])
+  expect(body.error.code).toBe(code)
+  expect(typeof body.error.message).toBe("string")
+  expect(body.error.request_id).toMatch(UUID)
+  expect(body.error.request_id).toBe(res.headers["x-request-id"])
+  expect(String(res.headers["x-server-time"])).toMatch(/^\d{13}$/)
+  return body.error
+}
+
+layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelope and wire rules", (it) => {
+  it.effect("success responses carry x-request-id (UUID) and x-server-time (Unix ms)", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const before = Date.now()
+      const res = yield* rawRequest(`${base}/v1/info`)
+      expect(res.status).toBe(200)
+      expect(res.headers["x-request-id"]).toMatch(UUID)
+      const t = Number(res.headers["x-server-time"])
+      expect(t).toBeGreaterThanOrEqual(before - 5)
+      expect(t).toBeLessThanOrEqual(Date.now() + 5)
+    }),
+  )
+
+  it.effect("a valid incoming x-request-id is reused, an invalid one replaced", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const mine = "3f1c2a9e-8b7d-4c6e-9a5b-1d2e3f4a5b6c"
+      const ok = yield* rawRequest(`${base}/v1/info`, { headers: { "x-request-id": mine } })
+      expect(ok.headers["x-request-id"]).toBe(mine)
+      const err = yield* rawRequest(`${base}/v1/nope`, { headers: { "x-request-id": mine } })
+      expect(expectEnvelope(err, 404, "NOT_FOUND").request_id).toBe(mine)
+      const bad = yield* rawRequest(`${base}/v1/info`, { headers: { "x-request-id": "not-a-uuid" } })
+      expect(bad.headers["x-request-id"]).toMatch(UUID)
+    }),
+  )
+
+  it.effect("unknown fields are rejected, at the top level and nested", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const ok = yield* rawRequest(`${base}/v1/probe/echo`, {
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ name: "x", nested: { n: 1 }, items: [{ v: "a" }] }),
+      })
+      expect(ok.status).toBe(200)
+      for (const body of [
+        { name: "x", nested: { n: 1 }, evil: 1 },
+        { name: "x", nested: { n: 1, evil: 1 } },
+        { name: "x", nested: { n: 1 }, items: [{ v: "a", evil: true }] },
+      ]) {
+        const res = yield* rawRequest(`${base}/v1/probe/echo`, {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify(body),
+        })
+        const error = expectEnvelope(res, 400, "INVALID_REQUEST")
+        expect(error.message).toContain("evil")
+        expect(error.retryable).toBe(false)
+      }
+    }),
+  )
+
+  it.effect("malformed JSON, a wrong type and a missing body are 400 INVALID_REQUEST", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const post = (body: string | undefined, headers: Record<string, string> = json) =>
+        rawRequest(`${base}/v1/probe/echo`, { method: "POST", headers, ...(body === undefined ? {} : { body }) })
+      expectEnvelope(yield* post('{"name": "x", '), 400, "INVALID_REQUEST")
+      expectEnvelope(yield* post('{"name": 5, "nested": {"n": 1}}'), 400, "INVALID_REQUEST")
+      expectEnvelope(yield* post(undefined), 400, "INVALID_REQUEST")
+      expectEnvelope(yield* post("name=x", { "content-type": "text/plain" }), 400, "INVALID_REQUEST")
+    }),
+  )
+
+  it.effect("65 KiB bodies answer 413 with and without Content-Length, and the connection answers", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const big = JSON.stringify({ name: "x".repeat(65 * 1024), nested: { n: 1 } })
+      const declared = yield* rawRequest(`${base}/v1/probe/echo`, { method: "POST", headers: json, body: big })
+      expectEnvelope(declared, 413, "PAYLOAD_TOO_LARGE")
+      const chunked = yield* rawRequest(`${base}/v1/probe/echo`, {
+        method: "POST",
+        headers: json,
+        body: big,
+        chunked: true,
+      })
+      expectEnvelope(chunked, 413, "PAYLOAD_TOO_LARGE")
+      // A chunked body under the limit still reaches the handler intact.
+      const small = yield* rawRequest(`${base}/v1/probe/echo`, {
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ name: "y".repeat(60 * 1024), nested: { n: 1 } }),
+        chunked: true,
+      })
+      expect(small.status).toBe(200)
+      expect((small.json as { name: string }).name.length).toBe(60 * 1024)
+    }),
+  )
+
+  it.effect("unknown route is 404, wrong method is 405 with Allow", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      expectEnvelope(yield* rawRequest(`${base}/v1/does-not-exist`), 404, "NOT_FOUND")
+      expectEnvelope(yield* rawRequest(`${base}/`), 404, "NOT_FOUND")
+      const wrong = yield* rawRequest(`${base}/v1/info`, { method: "DELETE" })
+      expectEnvelope(wrong, 405, "METHOD_NOT_ALLOWED")
+      expect(wrong.headers.allow).toBe("GET")
+      expectEnvelope(yield* rawRequest(`${base}/v1/probe/echo`), 405, "METHOD_NOT_ALLOWED")
+    }),
+  )
+
+  it.effect("a defect is 500 INTERNAL, retryable, with no internals", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const res = yield* rawRequest(`${base}/v1/probe/defect`)
+      const error = expectEnvelope(res, 500, "INTERNAL")
+      expect(error.retryable).toBe(true)
+      expect(res.text).not.toContain("secret")
+      expect(res.text).not.toContain("/srv/")
+      expect(res.text).not.toContain("at ")
+    }),
+  )
+
+  it.effect("CORS: preflight for the app origin, exposed headers, nothing for other origins", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const preflight = yield* rawRequest(`${base}/v1/probe/echo`, {
+        method: "OPTIONS",
+        headers: {
+          origin: TEST_ORIGIN,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization,content-type",
+        },
+      })
+      expect(preflight.status).toBe(204)
+      expect(preflight.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
+      expect(String(preflight.headers["access-control-allow-headers"])).toContain("authorization")
+      expect(preflight.headers["x-request-id"]).toMatch(UUID)
+      expect(String(preflight.headers["x-server-time"])).toMatch(/^\d{13}$/)
+      for (const path of ["/v1/info", "/v1/nope"]) {
+        const res = yield* rawRequest(`${base}${path}`, { headers: { origin: TEST_ORIGIN } })
+        expect(res.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
+        const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase().split(",")
+        expect(exposed).toEqual(expect.arrayContaining(["x-request-id", "x-server-time", "retry-after"]))
+      }
+      const big = yield* rawRequest(`${base}/v1/probe/echo`, {
+        method: "POST",
+        headers: { ...json, origin: TEST_ORIGIN },
+        body: "x".repeat(70_000),
+      })
+      expect(big.status).toBe(413)
+      expect(big.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
+      const other = yield* rawRequest(`${base}/v1/info`, { headers: { origin: "https://evil.example" } })
+      expect(other.headers["access-control-allow-origin"]).not.toBe("https://evil.example")
+    }),
+  )
+})
