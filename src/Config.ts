@@ -95,11 +95,13 @@ export class ConfigInvalid extends Data.TaggedError("ConfigInvalid")<{ readonly 
 /** Formats decode issues as `path: message` lines; the messages of secret fields carry no value. */
 export const describeIssues = (error: ParseResult.ParseError): string =>
   ParseResult.ArrayFormatter.formatErrorSync(error)
+    // An optional field's `undefined` alternative adds a second, useless line per bad value.
+    .filter((i) => !i.message.startsWith("Expected undefined"))
     .map((i) => `${i.path.length > 0 ? i.path.map((p) => String(p)).join(".") : "(root)"}: ${i.message}`)
     .join("; ")
 
 export const decodeDeploymentConfig = (input: unknown, source: string) =>
-  Schema.decodeUnknown(DeploymentConfig, { errors: "all" })(input).pipe(
+  Schema.decodeUnknown(DeploymentConfig, { errors: "all", onExcessProperty: "error" })(input).pipe(
     Effect.mapError((e) => new ConfigInvalid({ message: `invalid configuration in ${source}: ${describeIssues(e)}` })),
   )
 

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { NodeContext } from "@effect/platform-node"
-import { Migrator } from "@effect/sql"
+import type { Migrator } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../Config.ts"
