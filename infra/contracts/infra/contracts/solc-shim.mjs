@@ -1,0 +1,1 @@
+../../solc-shim.mjs
