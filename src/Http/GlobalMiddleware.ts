@@ -24,23 +24,25 @@ const appendStandardHeaders = (id: string) =>
  * (preflights and errors included) and CORS. It wraps the platform's own error handling, so
  * failures and the body limit are handled inside the API (ApiMiddleware), not here.
  */
-export const globalMiddleware =
-  (options: GlobalMiddlewareOptions) =>
-  (app: HttpApp.Default): HttpApp.Default =>
-    Effect.gen(function* () {
+export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
+  const cors = HttpMiddleware.cors({
+    allowedOrigins: [...options.origins],
+    allowedHeaders: ["authorization", "content-type", "x-request-id"],
+    allowedMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+    exposedHeaders: ["x-request-id", "x-server-time", "retry-after"],
+    maxAge: 600,
+  })
+  return (app: HttpApp.Default): HttpApp.Default => {
+    const withCors = cors(app)
+    return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const id = acceptRequestId(request.headers["x-request-id"]) ?? (yield* randomUuid)
       yield* appendStandardHeaders(id)
-      const cors = HttpMiddleware.cors({
-        allowedOrigins: [...options.origins],
-        allowedHeaders: ["authorization", "content-type", "x-request-id"],
-        allowedMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-        exposedHeaders: ["x-request-id", "x-server-time", "retry-after"],
-        maxAge: 600,
-      })(app)
       // Responses the app produced were already written with the pre-response handlers; this
       // covers the ones produced here without reaching it (CORS preflights).
-      const response = yield* Effect.locally(cors, CurrentRequestId, id)
+      const response = yield* Effect.locally(withCors, CurrentRequestId, id)
       const now = yield* Clock.currentTimeMillis
       return HttpServerResponse.setHeaders(response, { "x-request-id": id, "x-server-time": String(now) })
     })
+  }
+}

@@ -1,5 +1,5 @@
 import { createServer } from "node:http"
-import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
@@ -40,6 +40,9 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
         Layer.provide(options.api.layer),
         Layer.merge(announce),
+        // No span exporter is configured, and a span per request costs a stack capture (with
+        // source maps under tsx): most of the request's CPU time. Enable with an exporter.
+        HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
       ),
     ),
