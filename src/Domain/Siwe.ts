@@ -1,0 +1,483 @@
+/**
+ * Sign-In With Ethereum (EIP-4361) core: build the message we issue, parse what comes back strictly,
+ * check every field ourselves, and verify the EIP-191 signature (locally for EOAs, on chain for
+ * ERC-1271 / ERC-6492 smart wallets).
+ *
+ * Pure: no clock, no randomness. Time comes in as `nowMs`; the only I/O is the optional chain call,
+ * made through the viem client the caller passes.
+ *
+ * Why not viem's SIWE helpers (research/reliability.md §4.1, §5.1, §5.3):
+ * - `parseSiweMessage` is a lenient regex: it accepts 12 of the 29 spruceid malformed messages and
+ *   silently drops out-of-order fields. We parse with the ABNF parser of `@spruceid/siwe-parser`.
+ * - `verifySiweMessage` never checks `chainId`, and skips domain/nonce when they are not passed.
+ * - viem's recovery accepts high-s (EIP-2 malleable) twins; we reject them.
+ * - The pure verify util only does ecrecover, so it says `false` for ERC-1271 wallets; the client
+ *   action `verifyMessage` handles ERC-1271 and ERC-6492. But that action answers `false` when the RPC
+ *   itself fails (viem turns the transport error into a `CallExecutionError`, then into "invalid"),
+ *   so we watch the transport and report `SiweChainUnavailable` instead of a false "invalid".
+ */
+import { ParsedMessage } from "@spruceid/siwe-parser"
+import { Data, Duration, Effect, Either } from "effect"
+import {
+  type Client,
+  createClient,
+  custom,
+  getAddress,
+  type Hex,
+  hashMessage,
+  isAddress,
+  isAddressEqual,
+  type PublicClient,
+  recoverAddress,
+} from "viem"
+import { verifyMessage } from "viem/actions"
+
+export type SiweErrorCode =
+  | "SIWE_MALFORMED"
+  | "SIWE_DOMAIN_MISMATCH"
+  | "SIWE_URI_MISMATCH"
+  | "SIWE_CHAIN_MISMATCH"
+  | "SIWE_ADDRESS_MISMATCH"
+  | "SIWE_NONCE_MISMATCH"
+  | "CHALLENGE_EXPIRED"
+  | "CHALLENGE_NOT_YET_VALID"
+  | "SIGNATURE_MALFORMED"
+  | "SIGNATURE_MALLEABLE"
+  | "SIGNATURE_INVALID"
+
+/** A verdict about the message or signature. Its message never contains signature bytes. */
+export class SiweError extends Data.TaggedError("SiweError")<{
+  readonly code: SiweErrorCode
+  readonly message: string
+}> {}
+
+/** The auth chain could not answer (transport failure, node error, timeout). Never means "valid". */
+export class SiweChainUnavailable extends Data.TaggedError("SiweChainUnavailable")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** Longest message we hand to the ABNF parser. Its cost grows with length (about 45 ms at 8 KiB). */
+export const SIWE_MAX_MESSAGE_LENGTH = 4096
+/** Longest contract (ERC-1271 / ERC-6492) signature we forward to the chain, in bytes. */
+export const SIWE_MAX_CONTRACT_SIGNATURE_BYTES = 8192
+/** Default tolerance for an Issued At slightly ahead of our clock. */
+export const SIWE_DEFAULT_SKEW_MS = 60_000
+/** Upper bound on one on-chain verification, on top of the transport's own timeout and retries. */
+export const SIWE_CHAIN_TIMEOUT = Duration.seconds(10)
+
+/** secp256k1 group order and its half (EIP-2). */
+export const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+export const SECP256K1_HALF_N = SECP256K1_N >> 1n
+
+const fail = (code: SiweErrorCode, message: string) => Either.left(new SiweError({ code, message }))
+
+/** Quotes an untrusted value for an error message: JSON-escaped and cut to a readable length. */
+const quote = (value: string, max = 80): string =>
+  JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value)
+
+// ---------------------------------------------------------------------------------------------
+// Building
+// ---------------------------------------------------------------------------------------------
+
+export interface BuildSiweParams {
+  readonly domain: string
+  readonly uri: string
+  readonly chainId: number
+  readonly address: string
+  readonly nonce: string
+  readonly issuedAtMs: number
+  readonly expirationTimeMs: number
+  readonly statement?: string
+}
+
+const invalidBuild = (message: string) =>
+  new SiweError({ code: "SIWE_MALFORMED", message: `buildSiweMessage: ${message}` })
+
+const toRfc3339Utc = (ms: number, field: string): string => {
+  if (!Number.isFinite(ms)) throw invalidBuild(`${field} must be a finite number of milliseconds`)
+  const date = new Date(ms)
+  if (Number.isNaN(date.getTime())) throw invalidBuild(`${field} is out of the Date range`)
+  return date.toISOString()
+}
+
+/**
+ * Builds the message we issue: EIP-55 address, optional statement, Version 1, Issued At and
+ * Expiration Time as RFC 3339 UTC (`toISOString`, millisecond precision). The layout is the one of
+ * EIP-4361 and of spruceid's `SiweMessage.toMessage()` (no statement: three line feeds).
+ *
+ * `address` may be any case; it is re-checksummed. An empty `statement` means no statement.
+ * Throws a `SiweError` (SIWE_MALFORMED) when the inputs cannot form a valid message (bad domain,
+ * URI, nonce, chain id, statement with a line break, expiry not after issuance…): it parses its own
+ * output with the strict parser and checks every field came back unchanged, so we never issue a
+ * message that our own verifier would refuse or read differently. This is a programmer or
+ * configuration error, hence a throw (a defect inside Effect) rather than a typed failure.
+ */
+export const buildSiweMessage = (p: BuildSiweParams): string => {
+  if (!isAddress(p.address, { strict: false })) throw invalidBuild("address is not a 20-byte hex address")
+  if (!Number.isSafeInteger(p.chainId) || p.chainId < 1) throw invalidBuild("chainId must be a positive safe integer")
+  const address = getAddress(p.address.toLowerCase())
+  const issuedAt = toRfc3339Utc(p.issuedAtMs, "issuedAtMs")
+  const expirationTime = toRfc3339Utc(p.expirationTimeMs, "expirationTimeMs")
+  if (p.expirationTimeMs <= p.issuedAtMs) throw invalidBuild("expirationTimeMs must be after issuedAtMs")
+  const statement = p.statement === undefined || p.statement === "" ? undefined : p.statement
+
+  const message = [
+    `${p.domain} wants you to sign in with your Ethereum account:`,
+    address,
+    "",
+    ...(statement === undefined ? [] : [statement]),
+    "",
+    `URI: ${p.uri}`,
+    "Version: 1",
+    `Chain ID: ${p.chainId}`,
+    `Nonce: ${p.nonce}`,
+    `Issued At: ${issuedAt}`,
+    `Expiration Time: ${expirationTime}`,
+  ].join("\n")
+
+  const parsed = parseSiwe(message)
+  if (Either.isLeft(parsed)) throw invalidBuild(`the inputs do not form a valid message (${parsed.left.message})`)
+  const back = parsed.right
+  const sameFields =
+    back.scheme === undefined &&
+    back.domain === p.domain &&
+    back.address === address &&
+    back.statement === statement &&
+    back.uri === p.uri &&
+    back.chainId === p.chainId &&
+    back.nonce === p.nonce &&
+    back.issuedAt === issuedAt &&
+    back.expirationTime === expirationTime &&
+    back.notBefore === undefined &&
+    back.requestId === undefined &&
+    back.resources === undefined
+  if (!sameFields) throw invalidBuild("the inputs do not survive a parse round trip")
+  return message
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+export interface ParsedSiwe {
+  readonly domain: string
+  /** As written in the message; the parser guarantees EIP-55. */
+  readonly address: string
+  readonly statement?: string
+  readonly uri: string
+  readonly version: string
+  readonly chainId: number
+  readonly nonce: string
+  readonly issuedAt: string
+  readonly expirationTime?: string
+  readonly notBefore?: string
+  readonly requestId?: string
+  readonly resources?: ReadonlyArray<string>
+  /** The optional `scheme://` before the domain. */
+  readonly scheme?: string
+}
+
+const firstLine = (text: string): string => {
+  const line = text.split("\n").find((l) => l.trim() !== "") ?? "unparseable"
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line
+}
+
+/**
+ * Strict EIP-4361 parse with the ABNF grammar of `@spruceid/siwe-parser` (never viem's lenient
+ * parser). On top of the grammar it refuses: messages longer than `SIWE_MAX_MESSAGE_LENGTH`,
+ * chain ids that are not safe integers (the parser's `parseInt` would round them), and timestamps
+ * that pass the grammar but that `Date.parse` cannot evaluate (a leap second `:60`), because we
+ * could not compare them with the clock. Every failure is SIWE_MALFORMED.
+ */
+export const parseSiwe = (message: string): Either.Either<ParsedSiwe, SiweError> => {
+  if (typeof message !== "string" || message.length === 0) return fail("SIWE_MALFORMED", "message is empty")
+  if (message.length > SIWE_MAX_MESSAGE_LENGTH)
+    return fail("SIWE_MALFORMED", `message is longer than ${SIWE_MAX_MESSAGE_LENGTH} characters`)
+  let m: ParsedMessage
+  try {
+    m = new ParsedMessage(message)
+  } catch (e) {
+    return fail("SIWE_MALFORMED", `not an EIP-4361 message: ${firstLine(e instanceof Error ? e.message : String(e))}`)
+  }
+  if (!Number.isSafeInteger(m.chainId) || m.chainId < 0) return fail("SIWE_MALFORMED", "Chain ID is not a safe integer")
+  for (const [field, value] of [
+    ["Issued At", m.issuedAt],
+    ["Expiration Time", m.expirationTime],
+    ["Not Before", m.notBefore],
+  ] as const) {
+    if (value !== undefined && !Number.isFinite(Date.parse(value)))
+      return fail("SIWE_MALFORMED", `${field} is not a usable date-time`)
+  }
+  return Either.right({
+    domain: m.domain,
+    address: m.address,
+    ...(m.statement === undefined ? {} : { statement: m.statement }),
+    uri: m.uri,
+    version: m.version,
+    chainId: m.chainId,
+    nonce: m.nonce,
+    issuedAt: m.issuedAt,
+    ...(m.expirationTime === undefined ? {} : { expirationTime: m.expirationTime }),
+    ...(m.notBefore === undefined ? {} : { notBefore: m.notBefore }),
+    ...(m.requestId === undefined ? {} : { requestId: m.requestId }),
+    ...(m.resources === undefined ? {} : { resources: [...m.resources] }),
+    ...(m.scheme === undefined ? {} : { scheme: m.scheme }),
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field checks
+// ---------------------------------------------------------------------------------------------
+
+export interface SiweExpectations {
+  /** Our configured origin's authority (host[:port]), compared exactly. */
+  readonly domain: string
+  /** The URI we put in the message, compared exactly. */
+  readonly uri: string
+  readonly chainId: number
+  /** The address the challenge was issued for, any case. */
+  readonly address: string
+  /** The nonce we issued, compared exactly (case-sensitive). */
+  readonly nonce: string
+  /** Server time in Unix milliseconds. */
+  readonly nowMs: number
+  /** Tolerance for an Issued At in the future; default `SIWE_DEFAULT_SKEW_MS`. */
+  readonly skewMs?: number
+}
+
+const schemeOf = (uri: string): string | undefined => /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase()
+
+/**
+ * Every field we must check ourselves, in this order: domain (and the optional `scheme://` prefix,
+ * which must be our URI's scheme), URI, chain id (viem never checks it), address, nonce, Issued At
+ * not later than now + skew, Expiration Time (when present) strictly after now, Not Before (when
+ * present) not after now. Version is fixed to 1 by the grammar. An unusable clock (`nowMs` or
+ * `skewMs` not finite, negative skew) fails closed as CHALLENGE_EXPIRED.
+ */
+export const checkSiwe = (parsed: ParsedSiwe, expect: SiweExpectations): Either.Either<void, SiweError> => {
+  if (parsed.domain !== expect.domain)
+    return fail("SIWE_DOMAIN_MISMATCH", `message domain ${quote(parsed.domain)} is not ${quote(expect.domain)}`)
+  if (parsed.scheme !== undefined && parsed.scheme.toLowerCase() !== schemeOf(expect.uri))
+    return fail("SIWE_DOMAIN_MISMATCH", `message scheme ${quote(parsed.scheme)} does not match our URI's scheme`)
+  if (parsed.uri !== expect.uri)
+    return fail("SIWE_URI_MISMATCH", `message URI ${quote(parsed.uri)} is not ${quote(expect.uri)}`)
+  if (parsed.chainId !== expect.chainId)
+    return fail("SIWE_CHAIN_MISMATCH", `message chain id ${parsed.chainId} is not ${expect.chainId}`)
+  if (parsed.address.toLowerCase() !== expect.address.toLowerCase())
+    return fail("SIWE_ADDRESS_MISMATCH", "message address is not the address the challenge was issued for")
+  if (parsed.nonce !== expect.nonce) return fail("SIWE_NONCE_MISMATCH", "message nonce is not the issued nonce")
+
+  const now = expect.nowMs
+  const skew = expect.skewMs ?? SIWE_DEFAULT_SKEW_MS
+  if (!Number.isFinite(now) || !Number.isFinite(skew) || skew < 0)
+    return fail("CHALLENGE_EXPIRED", "server time or skew is not usable; refusing")
+
+  const issuedAt = Date.parse(parsed.issuedAt)
+  if (!Number.isFinite(issuedAt)) return fail("SIWE_MALFORMED", "Issued At is not a usable date-time")
+  if (issuedAt > now + skew) return fail("CHALLENGE_NOT_YET_VALID", "Issued At is in the future")
+
+  if (parsed.expirationTime !== undefined) {
+    const expiresAt = Date.parse(parsed.expirationTime)
+    if (!Number.isFinite(expiresAt)) return fail("SIWE_MALFORMED", "Expiration Time is not a usable date-time")
+    if (expiresAt <= now) return fail("CHALLENGE_EXPIRED", "the message has expired")
+  }
+  if (parsed.notBefore !== undefined) {
+    const notBefore = Date.parse(parsed.notBefore)
+    if (!Number.isFinite(notBefore)) return fail("SIWE_MALFORMED", "Not Before is not a usable date-time")
+    if (notBefore > now) return fail("CHALLENGE_NOT_YET_VALID", "Not Before is in the future")
+  }
+  return Either.void
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signature shape
+// ---------------------------------------------------------------------------------------------
+
+const HEX = /^0x(?:[0-9a-fA-F]{2})+$/
+
+/** The 65-byte ECDSA signature split into its parts, v normalised to a y-parity. */
+export interface EcdsaParts {
+  readonly r: bigint
+  readonly s: bigint
+  readonly yParity: 0 | 1
+}
+
+/** Splits a 65-byte r||s||v signature, refusing a v outside {0,1,27,28}, r or s outside [1, n), and high s. */
+const ecdsaParts = (signature: string): Either.Either<EcdsaParts, SiweError> => {
+  const r = BigInt(`0x${signature.slice(2, 66)}`)
+  const s = BigInt(`0x${signature.slice(66, 130)}`)
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  if (v !== 0 && v !== 1 && v !== 27 && v !== 28)
+    return fail("SIGNATURE_MALFORMED", `signature recovery byte v=${v} is not 0, 1, 27 or 28`)
+  if (r === 0n || r >= SECP256K1_N || s === 0n || s >= SECP256K1_N)
+    return fail("SIGNATURE_MALFORMED", "signature r or s is outside [1, n)")
+  if (s > SECP256K1_HALF_N)
+    return fail("SIGNATURE_MALLEABLE", "signature s is in the upper half of the curve order (EIP-2)")
+  return Either.right({ r, s, yParity: v === 0 || v === 27 ? 0 : 1 })
+}
+
+/**
+ * 65-byte r||s||v: v in {0,1,27,28} and r, s in [1, n), else SIGNATURE_MALFORMED; s low (EIP-2,
+ * s <= n/2), else SIGNATURE_MALLEABLE. Longer hex (an ERC-1271 signature, or an ERC-6492 wrapped
+ * one) up to `SIWE_MAX_CONTRACT_SIGNATURE_BYTES` bytes is "contract". Anything else (not
+ * 0x-prefixed even-length hex, shorter than 65 bytes, 64-byte EIP-2098 compact, too long) is
+ * SIGNATURE_MALFORMED.
+ */
+export const checkSignatureShape = (signature: string): Either.Either<"eoa" | "contract", SiweError> => {
+  if (typeof signature !== "string" || !HEX.test(signature))
+    return fail("SIGNATURE_MALFORMED", "signature is not 0x-prefixed hex of whole bytes")
+  const bytes = (signature.length - 2) / 2
+  if (bytes === 65) return Either.map(ecdsaParts(signature), () => "eoa" as const)
+  if (bytes > 65 && bytes <= SIWE_MAX_CONTRACT_SIGNATURE_BYTES) return Either.right("contract")
+  return fail(
+    "SIGNATURE_MALFORMED",
+    `signature is ${bytes} bytes; expected 65 (r||s||v) or a contract signature of 66 to ${SIWE_MAX_CONTRACT_SIGNATURE_BYTES}`,
+  )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signature verification
+// ---------------------------------------------------------------------------------------------
+
+const recoversTo = (message: string, parts: EcdsaParts, address: Hex): Effect.Effect<boolean> =>
+  Effect.tryPromise(() =>
+    recoverAddress({
+      hash: hashMessage(message),
+      signature: {
+        r: `0x${parts.r.toString(16).padStart(64, "0")}`,
+        s: `0x${parts.s.toString(16).padStart(64, "0")}`,
+        yParity: parts.yParity,
+      },
+    }),
+  ).pipe(
+    Effect.map((recovered) => isAddressEqual(recovered, address)),
+    // An r that is not an x-coordinate on the curve recovers nothing: not this address.
+    Effect.orElseSucceed(() => false),
+  )
+
+/** Node answers that mean "the contract call reverted", i.e. the signature is not valid. */
+const REVERT_DETAILS = /execution reverted|gas required exceeds allowance|out of gas|invalid opcode/i
+
+const isExecutionRevert = (error: unknown): boolean => {
+  let current: unknown = error
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    const e = current as { code?: unknown; details?: unknown; cause?: unknown }
+    if (e.code === 3) return true
+    if (typeof e.details === "string" && REVERT_DETAILS.test(e.details)) return true
+    current = e.cause
+  }
+  return false
+}
+
+/**
+ * A client that forwards every request to `client` and records the failures that are not a
+ * contract revert. viem's `verifyMessage` turns any `eth_call` failure, a dead RPC included, into
+ * `false`; the record tells "invalid" from "could not ask".
+ */
+const watchedClient = (client: PublicClient): { readonly client: Client; readonly failures: Array<unknown> } => {
+  const failures: Array<unknown> = []
+  const watched = createClient({
+    chain: client.chain,
+    ccipRead: false,
+    transport: custom(
+      {
+        request: async (args: { method: string; params?: unknown }) => {
+          try {
+            return await client.request(args as Parameters<PublicClient["request"]>[0])
+          } catch (error) {
+            if (!isExecutionRevert(error)) failures.push(error)
+            throw error
+          }
+        },
+      },
+      // The underlying client's transport already retries as configured.
+      { retryCount: 0 },
+    ),
+  })
+  return { client: watched, failures }
+}
+
+const chainUnavailable = (cause: unknown) =>
+  new SiweChainUnavailable({
+    message: `auth chain could not verify the signature (${cause instanceof Error ? cause.name : "unknown error"})`,
+    cause,
+  })
+
+/**
+ * Verifies `signature` over `message` (EIP-191 personal_sign) by `address`.
+ * The shape is checked first (`checkSignatureShape`: malformed / malleable fail here, before any
+ * RPC). EOA: a 65-byte signature that recovers to `address` is accepted locally, no RPC. Otherwise
+ * (a contract signature, or 65 bytes that recover to someone else, e.g. an ERC-1271 wallet's owner),
+ * when a viem PublicClient for the configured auth chain is given, the chain decides through viem's
+ * `verifyMessage` action (ERC-1271 deployed wallets, ERC-6492 counterfactual ones). An RPC failure
+ * or a timeout (`SIWE_CHAIN_TIMEOUT`) is SiweChainUnavailable, never "valid" and never
+ * SIGNATURE_INVALID. A `false` from the chain (including a reverted validation call), or no client to
+ * ask, is SIGNATURE_INVALID. An `address` that is not 20-byte hex is SIWE_ADDRESS_MISMATCH.
+ */
+export const verifySiweSignature = (p: {
+  message: string
+  signature: `0x${string}`
+  address: `0x${string}`
+  client?: PublicClient | undefined
+}): Effect.Effect<void, SiweError | SiweChainUnavailable> =>
+  Effect.gen(function* () {
+    if (!isAddress(p.address, { strict: false }))
+      return yield* new SiweError({ code: "SIWE_ADDRESS_MISMATCH", message: "address is not a 20-byte hex address" })
+    const shape = yield* checkSignatureShape(p.signature)
+    if (shape === "eoa") {
+      const parts = yield* ecdsaParts(p.signature)
+      if (yield* recoversTo(p.message, parts, p.address)) return
+    }
+    const client = p.client
+    if (client === undefined)
+      return yield* new SiweError({
+        code: "SIGNATURE_INVALID",
+        message:
+          shape === "eoa"
+            ? "signature was not made by the address"
+            : "contract signature cannot be checked without an auth chain client",
+      })
+
+    const watched = watchedClient(client)
+    const valid = yield* Effect.tryPromise({
+      try: () => verifyMessage(watched.client, { address: p.address, message: p.message, signature: p.signature }),
+      catch: chainUnavailable,
+    }).pipe(
+      Effect.timeoutFail({
+        duration: SIWE_CHAIN_TIMEOUT,
+        onTimeout: () =>
+          new SiweChainUnavailable({
+            message: `auth chain did not answer within ${Duration.format(SIWE_CHAIN_TIMEOUT)}`,
+          }),
+      }),
+    )
+    if (valid) return
+    if (watched.failures.length > 0) return yield* chainUnavailable(watched.failures[0])
+    return yield* new SiweError({ code: "SIGNATURE_INVALID", message: "the auth chain rejected the signature" })
+  })
+
+/**
+ * Convenience: `parseSiwe`, `checkSiwe`, `checkSignatureShape`, `verifySiweSignature`, in that
+ * order, stopping at the first failure. The signature is verified for the address written in the
+ * message (which `checkSiwe` has already matched to `expect.address`). Returns the parsed message.
+ * Consuming the nonce (single use) is the caller's job.
+ */
+export const verifySiwe = (p: {
+  message: string
+  signature: string
+  expect: SiweExpectations
+  client?: PublicClient | undefined
+}): Effect.Effect<ParsedSiwe, SiweError | SiweChainUnavailable> =>
+  Effect.gen(function* () {
+    const parsed = yield* parseSiwe(p.message)
+    yield* checkSiwe(parsed, p.expect)
+    yield* checkSignatureShape(p.signature)
+    yield* verifySiweSignature({
+      message: p.message,
+      signature: p.signature as `0x${string}`,
+      address: parsed.address as `0x${string}`,
+      client: p.client,
+    })
+    return parsed
+  })
