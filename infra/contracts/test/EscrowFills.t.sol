@@ -33,7 +33,7 @@ contract EscrowFillsTest is EscrowFixture {
         internal
     {
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, s));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), s));
         vm.prank(operator);
         vm.expectRevert(err);
         escrow.lock(f, fs, s, 1, qsig);
@@ -44,7 +44,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_movesAvailableToLocked() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         vm.expectEmit(true, true, true, true, address(escrow));
-        emit ISettlementEscrow.Locked(FILL, ORDER, payer, f, 1, quoteSetDigest(escrow, _qs()), fillDigest(f));
+        emit ISettlementEscrow.Locked(FILL, ORDER, payer, f, 1, quoteSetDigest(address(escrow), _qs()), fillDigest(f));
         lockFill(f, _qs());
         ISettlementEscrow.Order memory o = escrow.getOrder(ORDER);
         assertEq(o.available, 900e6, "available");
@@ -65,7 +65,7 @@ contract EscrowFillsTest is EscrowFixture {
         f.takerChainId = 999;
         f.takerEscrow = address(0x7A4E);
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, 999, 500e6);
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, s));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), s));
         // The same struct signed in the maker escrow's own domain: wrong domain.
         bytes memory wrong = sig(payerPk, typed(escrow.domainSeparator(), fillStructHash(f)));
         vm.prank(operator);
@@ -79,7 +79,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_revertsForNonOperator() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, _qs()));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), _qs()));
         vm.prank(owner);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.NotOperator.selector, ORDER, owner));
         escrow.lock(f, fs, _qs(), 1, qsig);
@@ -132,7 +132,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_revertsOnQuoteIndexOutOfRange() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, _qs()));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), _qs()));
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.QuoteIndexOutOfRange.selector, 2, 2));
         escrow.lock(f, fs, _qs(), 2, qsig);
@@ -141,7 +141,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_revertsWhenQuoteIsForAnotherTakerChain() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, _qs()));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), _qs()));
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.QuoteChainMismatch.selector, 12345, block.chainid));
         escrow.lock(f, fs, _qs(), 0, qsig);
@@ -217,7 +217,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_revertsOnWrongQuoteSigner() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(operatorPk, quoteSetDigest(escrow, _qs())); // the operator pricing on its own
+        bytes memory qsig = sig(operatorPk, quoteSetDigest(address(escrow), _qs())); // the operator pricing on its own
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, quoteSigner));
         escrow.lock(f, fs, _qs(), 1, qsig);
@@ -226,7 +226,7 @@ contract EscrowFillsTest is EscrowFixture {
     function test_lock_revertsOnTamperedQuote() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, _qs()));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), _qs()));
         ISettlementEscrow.QuoteSet memory s = _qs();
         s.quotes[1].receive_ = 1; // a better price than the maker signed
         vm.prank(operator);
@@ -241,7 +241,7 @@ contract EscrowFillsTest is EscrowFixture {
 
     function test_lock_revertsOnFillNotSignedByPayer() public {
         ISettlementEscrow.Fill memory f = fillOf(FILL, ORDER, 100e6);
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, _qs()));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), _qs()));
         bytes memory fs = sig(operatorPk, fillDigest(f));
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, payer));
@@ -521,7 +521,7 @@ contract EscrowFillsTest is EscrowFixture {
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, takerChain, 500e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
         vm.prank(operator);
-        escrow.lock(f, fs, s, 1, sig(quotePk, quoteSetDigest(escrow, s)));
+        escrow.lock(f, fs, s, 1, sig(quotePk, quoteSetDigest(address(escrow), s)));
 
         vm.chainId(takerChain);
         assertEq(taker.domainSeparator(), domainOf(takerChain, address(taker)), "taker domain");

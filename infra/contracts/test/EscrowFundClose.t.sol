@@ -53,11 +53,11 @@ contract EscrowFundCloseTest is EscrowFixture {
 
     function test_hashViews_matchIndependentDigests() public view {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 5e6);
-        assertEq(escrow.hashFundOrder(o), fundDigest(escrow, o), "FundOrder");
+        assertEq(escrow.hashFundOrder(o), fundDigest(address(escrow), o), "FundOrder");
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, SPOT, true, 99);
-        assertEq(escrow.hashCloseOffer(c), closeDigest(escrow, c), "CloseOffer");
+        assertEq(escrow.hashCloseOffer(c), closeDigest(address(escrow), c), "CloseOffer");
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, block.chainid, 1e9);
-        assertEq(escrow.hashQuoteSet(s), quoteSetDigest(escrow, s), "QuoteSet");
+        assertEq(escrow.hashQuoteSet(s), quoteSetDigest(address(escrow), s), "QuoteSet");
         ISettlementEscrow.Fill memory f = fillOf(keccak256("f"), ORDER, 20e6);
         f.takerChainId = 999;
         f.takerEscrow = address(0x1234);
@@ -70,7 +70,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         vm.expectEmit(true, true, true, true, address(escrow));
         ISettlementEscrow.FundOrder memory expected = fundOrder(ORDER, 100e6);
         emit ISettlementEscrow.OrderFunded(
-            ORDER, owner, operator, quoteSigner, 100e6, 100e6, true, fundDigest(escrow, expected)
+            ORDER, owner, operator, quoteSigner, 100e6, 100e6, true, fundDigest(address(escrow), expected)
         );
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.Order memory o = escrow.getOrder(ORDER);
@@ -80,7 +80,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         assertEq(o.available, 100e6, "available");
         assertEq(o.locked, 0, "locked");
         assertEq(usdc.balanceOf(address(escrow)), 100e6, "pulled");
-        assertTrue(escrow.fundDigestUsed(fundDigest(escrow, expected)), "digest used");
+        assertTrue(escrow.fundDigestUsed(fundDigest(address(escrow), expected)), "digest used");
         assertSolvent();
     }
 
@@ -88,7 +88,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         vm.prank(owner);
         usdc.approve(address(escrow), 50e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 50e6);
-        escrow.fund(o, sig(ownerPk, fundDigest(escrow, o)), noPermit());
+        escrow.fund(o, sig(ownerPk, fundDigest(address(escrow), o)), noPermit());
         assertEq(escrow.getOrder(ORDER).available, 50e6, "available");
         assertSolvent();
     }
@@ -98,14 +98,14 @@ contract EscrowFundCloseTest is EscrowFixture {
         ISettlementEscrow.Permit memory p = permitFor(ownerPk, address(escrow), 50e6, block.timestamp + 1 hours);
         // Someone copies the permit from the mempool and submits it first.
         usdc.permit(owner, address(escrow), p.value, p.deadline, p.v, p.r, p.s);
-        escrow.fund(o, sig(ownerPk, fundDigest(escrow, o)), p);
+        escrow.fund(o, sig(ownerPk, fundDigest(address(escrow), o)), p);
         assertEq(escrow.getOrder(ORDER).available, 50e6, "funded anyway");
     }
 
     function test_fund_revertsWhenPermitFailsAndNoAllowance() public {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 50e6);
         ISettlementEscrow.Permit memory p = permitFor(strangerPk, address(escrow), 50e6, block.timestamp + 1 hours);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InsufficientAllowance.selector, owner, 0, 50e6));
         escrow.fund(o, s, p);
     }
@@ -125,12 +125,12 @@ contract EscrowFundCloseTest is EscrowFixture {
         o.operator = stranger; // even the owner cannot re-assign a funded order
         vm.prank(owner);
         usdc.approve(address(escrow), 10e6);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.OrderTermsMismatch.selector, ORDER));
         escrow.fund(o, s, noPermit());
         o.operator = operator;
         o.quoteSigner = stranger;
-        s = sig(ownerPk, fundDigest(escrow, o));
+        s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.OrderTermsMismatch.selector, ORDER));
         escrow.fund(o, s, noPermit());
     }
@@ -142,7 +142,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         usdc.approve(address(escrow), 10e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
         o.owner = stranger;
-        bytes memory s = sig(strangerPk, fundDigest(escrow, o));
+        bytes memory s = sig(strangerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.OrderTermsMismatch.selector, ORDER));
         escrow.fund(o, s, noPermit());
     }
@@ -150,7 +150,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_fund_relayerCannotChooseOperatorSignerOrAmount() public {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 100e6);
         ISettlementEscrow.Permit memory p = permitFor(ownerPk, address(escrow), 1_000e6, block.timestamp + 1 hours);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         ISettlementEscrow.FundOrder memory t = o;
         t.operator = relayer;
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, owner));
@@ -168,15 +168,15 @@ contract EscrowFundCloseTest is EscrowFixture {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
         vm.prank(owner);
         usdc.approve(address(escrow), 100e6);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         escrow.fund(o, s, noPermit());
         vm.expectRevert(
-            abi.encodeWithSelector(ISettlementEscrow.FundOrderAlreadyUsed.selector, fundDigest(escrow, o))
+            abi.encodeWithSelector(ISettlementEscrow.FundOrderAlreadyUsed.selector, fundDigest(address(escrow), o))
         );
         escrow.fund(o, s, noPermit());
         // The malleated twin is not a way around it either (and is rejected as a signature anyway).
         vm.expectRevert(
-            abi.encodeWithSelector(ISettlementEscrow.FundOrderAlreadyUsed.selector, fundDigest(escrow, o))
+            abi.encodeWithSelector(ISettlementEscrow.FundOrderAlreadyUsed.selector, fundDigest(address(escrow), o))
         );
         escrow.fund(o, highS(s), noPermit());
     }
@@ -200,7 +200,7 @@ contract EscrowFundCloseTest is EscrowFixture {
 
     function test_fund_revertsAfterDeadline() public {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.warp(o.deadline + 1);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.SignatureExpired.selector, o.deadline));
         escrow.fund(o, s, noPermit());
@@ -208,7 +208,7 @@ contract EscrowFundCloseTest is EscrowFixture {
 
     function test_fund_acceptsDeadlineInclusive() public {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.prank(owner);
         usdc.approve(address(escrow), 10e6);
         vm.warp(o.deadline);
@@ -217,7 +217,7 @@ contract EscrowFundCloseTest is EscrowFixture {
 
     function test_fund_revertsOnWrongSigner() public {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
-        bytes memory s = sig(strangerPk, fundDigest(escrow, o));
+        bytes memory s = sig(strangerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, owner));
         escrow.fund(o, s, noPermit());
     }
@@ -229,7 +229,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         vm.prank(owner);
         fee.approve(address(e), 100e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 100e6);
-        bytes memory s = sig(ownerPk, fundDigest(e, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(e), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.UnexpectedTransferAmount.selector, 100e6, 99e6));
         e.fund(o, s, noPermit());
     }
@@ -241,22 +241,22 @@ contract EscrowFundCloseTest is EscrowFixture {
         wallet.approve(IERC20(address(usdc)), address(escrow), 10e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
         o.owner = address(wallet);
-        escrow.fund(o, sig(ownerPk, fundDigest(escrow, o)), noPermit());
+        escrow.fund(o, sig(ownerPk, fundDigest(address(escrow), o)), noPermit());
         assertEq(escrow.getOrder(ORDER).owner, address(wallet), "contract owner");
 
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, false, 1);
         c.owner = address(wallet);
-        bytes memory bad = sig(strangerPk, closeDigest(escrow, c));
+        bytes memory bad = sig(strangerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, address(wallet)));
         escrow.closeWithSig(c, bad);
-        escrow.closeWithSig(c, sig(ownerPk, closeDigest(escrow, c)));
+        escrow.closeWithSig(c, sig(ownerPk, closeDigest(address(escrow), c)));
         assertEq(usdc.balanceOf(address(wallet)), 10e6, "paid to the wallet contract");
     }
 
     // ------------------------------------------------------------ closeWithSig
 
     function _close(ISettlementEscrow.CloseOffer memory c) internal {
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.prank(relayer);
         escrow.closeWithSig(c, s);
     }
@@ -327,7 +327,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_close_toWallet_requiresDexZero() public {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, SPOT, false, 1);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.WalletPayoutRequiresDexZero.selector, SPOT));
         escrow.closeWithSig(c, s);
     }
@@ -335,7 +335,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_close_revertsAfterDeadline() public {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.warp(c.deadline + 1);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.SignatureExpired.selector, c.deadline));
         escrow.closeWithSig(c, s);
@@ -344,7 +344,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_close_revertsOnReplayedNonce() public {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 7);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         escrow.closeWithSig(c, s);
         vm.warp(block.timestamp + 1);
         fundWithPermit(ORDER, 1e6);
@@ -355,7 +355,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_close_revertsOnTamperedTerms() public {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         c.toMargin = false;
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, owner));
         escrow.closeWithSig(c, s);
@@ -369,20 +369,20 @@ contract EscrowFundCloseTest is EscrowFixture {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, false, 1);
         c.owner = stranger;
-        bytes memory s = sig(strangerPk, closeDigest(escrow, c));
+        bytes memory s = sig(strangerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.NotOrderOwner.selector, ORDER, stranger));
         escrow.closeWithSig(c, s);
     }
 
     function test_close_revertsWhenNothingToClose() public {
         ISettlementEscrow.CloseOffer memory c = closeOffer(bytes32(0), 0, false, 1);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.NothingToClose.selector, bytes32(0)));
         escrow.closeWithSig(c, s);
         fundWithPermit(ORDER, 100e6);
         _close(closeOffer(ORDER, 0, false, 2));
         c = closeOffer(ORDER, 0, false, 3);
-        s = sig(ownerPk, closeDigest(escrow, c));
+        s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.NothingToClose.selector, ORDER));
         escrow.closeWithSig(c, s);
     }
@@ -392,9 +392,9 @@ contract EscrowFundCloseTest is EscrowFixture {
         vm.prank(owner);
         usdc.approve(address(e), 10e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
-        e.fund(o, sig(ownerPk, fundDigest(e, o)), noPermit());
+        e.fund(o, sig(ownerPk, fundDigest(address(e), o)), noPermit());
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        e.closeWithSig(c, sig(ownerPk, closeDigest(e, c)));
+        e.closeWithSig(c, sig(ownerPk, closeDigest(address(e), c)));
         assertEq(e.balanceOf(owner), 10e6, "no margin path: zero-id balance");
     }
 
@@ -403,13 +403,13 @@ contract EscrowFundCloseTest is EscrowFixture {
         vm.prank(owner);
         usdc.approve(address(e), 10e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
-        e.fund(o, sig(ownerPk, fundDigest(e, o)), noPermit());
+        e.fund(o, sig(ownerPk, fundDigest(address(e), o)), noPermit());
     }
 
     function test_close_routerPullingPart_reverts() public {
         SettlementEscrow e = _escrowWithRouter(new PartialRouter(address(usdc)));
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        bytes memory s = sig(ownerPk, closeDigest(e, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(e), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.RouterMisbehaved.selector, 10e6, 5e6));
         e.closeWithSig(c, s);
     }
@@ -418,7 +418,7 @@ contract EscrowFundCloseTest is EscrowFixture {
         NoopRouter noop = new NoopRouter(address(usdc));
         SettlementEscrow e = _escrowWithRouter(noop);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        e.closeWithSig(c, sig(ownerPk, closeDigest(e, c)));
+        e.closeWithSig(c, sig(ownerPk, closeDigest(address(e), c)));
         assertEq(e.balanceOf(owner), 10e6, "credited");
         assertEq(usdc.allowance(address(e), address(noop)), 0, "allowance reset");
         assertEq(usdc.balanceOf(address(e)), e.totalLiabilities(), "solvent");
@@ -427,7 +427,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_close_routerOutOfGas_revertsInsteadOfFallingBack() public {
         SettlementEscrow e = _escrowWithRouter(new GasGuzzlerRouter(address(usdc)));
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 1);
-        bytes memory s = sig(ownerPk, closeDigest(e, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(e), c));
         vm.expectRevert(ISettlementEscrow.RouterOutOfGas.selector);
         e.closeWithSig{gas: 500_000}(c, s);
     }
@@ -495,7 +495,7 @@ contract EscrowFundCloseTest is EscrowFixture {
     function test_invalidateNonce_revokesASignedClose() public {
         fundWithPermit(ORDER, 100e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, true, 77);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.expectEmit(true, true, true, true, address(escrow));
         emit ISettlementEscrow.NonceInvalidated(owner, 77);
         vm.prank(owner);

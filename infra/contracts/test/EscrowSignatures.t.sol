@@ -20,7 +20,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         usdc.approve(address(escrow), amount);
         ISettlementEscrow.FundOrder memory f = fundOrder(ORDER, amount);
         f.owner = o;
-        escrow.fund(f, sig(pk, fundDigest(escrow, f)), noPermit());
+        escrow.fund(f, sig(pk, fundDigest(address(escrow), f)), noPermit());
     }
 
     function _offer(address o, uint256 nonce) internal view returns (ISettlementEscrow.CloseOffer memory c) {
@@ -32,7 +32,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         uint256 pk = _key(pkSeed);
         address o = _fundFor(pk, 10e6);
         ISettlementEscrow.CloseOffer memory c = _offer(o, nonce);
-        bytes memory good = sig(pk, closeDigest(escrow, c));
+        bytes memory good = sig(pk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, o));
         escrow.closeWithSig(c, highS(good));
         uint256 before = usdc.balanceOf(o);
@@ -44,7 +44,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         uint256 pk = _key(pkSeed);
         address o = _fundFor(pk, 10e6);
         ISettlementEscrow.CloseOffer memory c = _offer(o, 1);
-        bytes memory good = sig(pk, closeDigest(escrow, c));
+        bytes memory good = sig(pk, closeDigest(address(escrow), c));
         vm.assume(badV != 0 && badV != 1 && badV != 27 && badV != 28);
         (bytes32 r, bytes32 s,) = split(good);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, o));
@@ -60,7 +60,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         vm.assume(pk != other);
         address o = _fundFor(pk, 10e6);
         ISettlementEscrow.CloseOffer memory c = _offer(o, 1);
-        bytes memory bad = sig(other, closeDigest(escrow, c));
+        bytes memory bad = sig(other, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, o));
         escrow.closeWithSig(c, bad);
     }
@@ -92,7 +92,7 @@ contract EscrowSignaturesTest is EscrowFixture {
     function testFuzz_close_rejectsReplayedNonce(uint256 nonce) public {
         fundWithPermit(ORDER, 10e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, false, nonce);
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         escrow.closeWithSig(c, s);
         vm.warp(block.timestamp + 1);
         fundWithPermit(ORDER, 10e6);
@@ -105,7 +105,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         fundWithPermit(ORDER, 10e6);
         ISettlementEscrow.CloseOffer memory c = closeOffer(ORDER, 0, false, 1);
         c.deadline = deadline;
-        bytes memory s = sig(ownerPk, closeDigest(escrow, c));
+        bytes memory s = sig(ownerPk, closeDigest(address(escrow), c));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.SignatureExpired.selector, deadline));
         escrow.closeWithSig(c, s);
     }
@@ -121,7 +121,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
         vm.prank(owner);
         usdc.approve(address(escrow), 10e6);
-        bytes memory good = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory good = sig(ownerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, owner));
         escrow.fund(o, highS(good), noPermit());
         bytes32 h = keccak256(
@@ -139,7 +139,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         deadline = bound(deadline, 0, block.timestamp - 1);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 10e6);
         o.deadline = deadline;
-        bytes memory s = sig(ownerPk, fundDigest(escrow, o));
+        bytes memory s = sig(ownerPk, fundDigest(address(escrow), o));
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.SignatureExpired.selector, deadline));
         escrow.fund(o, s, noPermit());
     }
@@ -150,7 +150,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         fundWithPermit(ORDER, 1_000e6);
         ISettlementEscrow.Fill memory f = fillOf(keccak256("f"), ORDER, 100e6);
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, block.chainid, 500e6);
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, s));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), s));
         if (chainId != f.takerChainId || otherEscrow != f.takerEscrow) {
             bytes memory bad = sig(payerPk, typed(domainOf(chainId, otherEscrow), fillStructHash(f)));
             vm.prank(operator);
@@ -182,7 +182,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, block.chainid, 500e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
         vm.chainId(chainId);
-        bytes memory otherChain = sig(quotePk, quoteSetDigest(escrow, s));
+        bytes memory otherChain = sig(quotePk, quoteSetDigest(address(escrow), s));
         vm.chainId(T_CHAIN);
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, quoteSigner));
@@ -191,7 +191,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         vm.assume(pk != quotePk);
         vm.prank(operator);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrow.InvalidSignature.selector, quoteSigner));
-        escrow.lock(f, fs, s, 1, sig(pk, quoteSetDigest(escrow, s)));
+        escrow.lock(f, fs, s, 1, sig(pk, quoteSetDigest(address(escrow), s)));
     }
 
     function testFuzz_pay_rejectsHighSAndWrongSigner(uint256 pkSeed) public {
@@ -218,7 +218,7 @@ contract EscrowSignaturesTest is EscrowFixture {
         f.amountIn = amountIn;
         ISettlementEscrow.QuoteSet memory s = quoteSet(ORDER, block.chainid, 500e6);
         bytes memory fs = sig(payerPk, fillDigest(f));
-        bytes memory qsig = sig(quotePk, quoteSetDigest(escrow, s));
+        bytes memory qsig = sig(quotePk, quoteSetDigest(address(escrow), s));
         bool fair = amountIn * 100 >= amountOut * 101;
         vm.prank(operator);
         if (!fair) vm.expectRevert(ISettlementEscrow.PriceBelowQuote.selector);

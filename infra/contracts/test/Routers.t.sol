@@ -106,7 +106,7 @@ contract RoutersTest is EscrowFixture {
         vm.prank(owner);
         usdc.approve(address(e), 20e6);
         ISettlementEscrow.FundOrder memory o = fundOrder(ORDER, 20e6);
-        e.fund(o, sig(ownerPk, fundDigest(e, o)), noPermit());
+        e.fund(o, sig(ownerPk, fundDigest(address(e), o)), noPermit());
         vm.prank(operator);
         e.operatorClose(ORDER, 0, true);
         assertEq(vault.deposits(owner, address(usdc)), 20e6, "aster margin");
@@ -115,7 +115,7 @@ contract RoutersTest is EscrowFixture {
         o = fundOrder(ORDER, 20e6);
         vm.prank(owner);
         usdc.approve(address(e), 20e6);
-        e.fund(o, sig(ownerPk, fundDigest(e, o)), noPermit());
+        e.fund(o, sig(ownerPk, fundDigest(address(e), o)), noPermit());
         vault.setDepositor(address(asterRouter), false);
         vm.prank(operator);
         e.operatorClose(ORDER, 0, true);
