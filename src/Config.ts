@@ -65,6 +65,17 @@ export class AccessConfig extends Schema.Class<AccessConfig>("AccessConfig")({
   captcha_site_key: Schema.optionalWith(Schema.String, { default: () => "" }),
 }) {}
 
+export class AuthConfig extends Schema.Class<AuthConfig>("AuthConfig")({
+  /** SIWE `Chain ID`; default: the first venue's chain. */
+  chain_id: Schema.optional(PositiveInt),
+  /** Node for ERC-1271/6492 smart-wallet checks; default: that chain's venue RPC URLs. */
+  rpc_urls: Schema.optional(Schema.NonEmptyArray(Url)),
+  session_days: Schema.optionalWith(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(90)), {
+    default: () => 7,
+  }),
+  statement: Schema.optionalWith(Schema.String, { default: () => "Sign in to the settlement service." }),
+}) {}
+
 /** Never echoes the value: a decode failure names the field only. */
 const PrivateKey = Schema.Redacted(
   Schema.String.pipe(
@@ -83,12 +94,28 @@ export class DeploymentConfig extends Schema.Class<DeploymentConfig>("Deployment
     limits: Schema.optionalWith(Limits, { default: () => Limits.make({}) }),
     settlement: Schema.optionalWith(SettlementTimings, { default: () => SettlementTimings.make({}) }),
     access: Schema.optionalWith(AccessConfig, { default: () => AccessConfig.make({}) }),
+    auth: Schema.optionalWith(AuthConfig, { default: () => AuthConfig.make({}) }),
     app_origins: Schema.NonEmptyArray(Origin),
     admins: Schema.optionalWith(Schema.Array(Address), { default: () => [] }),
     operator_key: PrivateKey,
   },
   { parseOptions: { onExcessProperty: "error" } },
 ) {}
+
+/** The SIWE parameters: the app's origin (not the API host) as domain and URI, and the auth chain. */
+export const siweSettings = (deployment: DeploymentConfig) => {
+  const origin = new URL(deployment.app_origins[0])
+  const chainId = deployment.auth.chain_id ?? deployment.venues[0].chain_id
+  const venue = deployment.venues.find((v) => v.chain_id === chainId)
+  return {
+    domain: origin.host,
+    uri: origin.origin,
+    chainId,
+    rpcUrls: deployment.auth.rpc_urls ?? venue?.rpc_urls,
+    statement: deployment.auth.statement,
+    sessionMs: deployment.auth.session_days * 24 * 3600 * 1000,
+  }
+}
 
 export class ConfigInvalid extends Data.TaggedError("ConfigInvalid")<{ readonly message: string }> {}
 

@@ -1,4 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AccountApi, AdminApi } from "./AccountApi.ts"
+import { AuthApi } from "./AuthApi.ts"
 import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "./Errors.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
@@ -11,6 +13,9 @@ import { InfoApi } from "./InfoApi.ts"
 export class Api extends HttpApi.make("settlement")
   .add(HealthApi)
   .add(InfoApi)
+  .add(AuthApi)
+  .add(AccountApi)
+  .add(AdminApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

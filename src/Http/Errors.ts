@@ -3,81 +3,124 @@ import { Effect, FiberRef, Schema } from "effect"
 import { CurrentRequestId } from "./RequestId.ts"
 
 /**
- * The error envelope `{error:{code,message,request_id,retryable}}` and one class per code.
+ * The error envelope `{error:{code,message,request_id,retryable}}`, one schema per code.
  *
- * Each class carries its own `code` literal: HttpApi encodes failures through a union of every
- * declared error schema, and classes of the same shape would all encode as the first member
- * (wrong statuses). The literal also gives OpenAPI an enum per status.
+ * Each schema carries its own `code` literal: HttpApi encodes failures through a union of every
+ * declared error schema, and schemas of the same shape would all encode as the first member (wrong
+ * statuses). The literal also gives OpenAPI an enum per status.
  */
-const envelope = <const C extends string>(code: C) =>
+const define = <const C extends string>(code: C, status: number, description: string) =>
   Schema.Struct({
-    code: Schema.Literal(code),
-    message: Schema.String,
-    request_id: Schema.String,
-    retryable: Schema.Boolean,
-  })
+    error: Schema.Struct({
+      code: Schema.Literal(code),
+      message: Schema.String,
+      request_id: Schema.String,
+      retryable: Schema.Boolean,
+    }),
+  }).annotations(
+    HttpApiSchema.annotations({
+      status,
+      description,
+      identifier: code
+        .toLowerCase()
+        .replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+        .concat("Error"),
+    }),
+  )
 
-export class InvalidRequest extends Schema.Class<InvalidRequest>("InvalidRequest")(
-  { error: envelope("INVALID_REQUEST") },
-  HttpApiSchema.annotations({ status: 400, description: "The request is malformed or fails validation." }),
-) {}
-export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(
-  { error: envelope("UNAUTHORIZED") },
-  HttpApiSchema.annotations({ status: 401, description: "Missing, malformed, unknown, expired or revoked bearer." }),
-) {}
-export class Forbidden extends Schema.Class<Forbidden>("Forbidden")(
-  { error: envelope("FORBIDDEN") },
-  HttpApiSchema.annotations({ status: 403, description: "The principal may not use this route." }),
-) {}
-export class NotFound extends Schema.Class<NotFound>("NotFound")(
-  { error: envelope("NOT_FOUND") },
-  HttpApiSchema.annotations({ status: 404, description: "No such route or resource." }),
-) {}
-export class MethodNotAllowed extends Schema.Class<MethodNotAllowed>("MethodNotAllowed")(
-  { error: envelope("METHOD_NOT_ALLOWED") },
-  HttpApiSchema.annotations({ status: 405, description: "The route exists but not for this method." }),
-) {}
-export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
-  { error: envelope("PAYLOAD_TOO_LARGE") },
-  HttpApiSchema.annotations({ status: 413, description: "The request body exceeds 64 KiB." }),
-) {}
-export class RateLimited extends Schema.Class<RateLimited>("RateLimited")(
-  { error: envelope("RATE_LIMITED") },
-  HttpApiSchema.annotations({ status: 429, description: "Budget exhausted; wait Retry-After seconds." }),
-) {}
-export class Internal extends Schema.Class<Internal>("Internal")(
-  { error: envelope("INTERNAL") },
-  HttpApiSchema.annotations({ status: 500, description: "Unexpected failure; safe to retry the same request." }),
-) {}
+export type ApiErrorSchema = ReturnType<typeof define<string>>
 
-/** Every code the service answers so far with its status; the README's table mirrors it. */
-export const ERROR_CODES = {
-  INVALID_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  PAYLOAD_TOO_LARGE: 413,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-} as const
-export type ErrorCode = keyof typeof ERROR_CODES
+export const InvalidRequest = define("INVALID_REQUEST", 400, "Malformed JSON, a failed field, or an unknown field.")
+export const Unauthorized = define("UNAUTHORIZED", 401, "Missing, malformed, unknown, expired or revoked bearer.")
+export const Forbidden = define("FORBIDDEN", 403, "The principal may not use this route.")
+export const AccessRequired = define("ACCESS_REQUIRED", 403, "New commitment while beta access is not granted.")
+export const NotFound = define("NOT_FOUND", 404, "No such route or resource.")
+export const MethodNotAllowed = define("METHOD_NOT_ALLOWED", 405, "The path exists, not for this method.")
+export const StateConflict = define(
+  "STATE_CONFLICT",
+  409,
+  "A client id reused with other parameters, or a state clash.",
+)
+export const AccountInUse = define("ACCOUNT_IN_USE", 409, "An open order, nonfinal fill or pending withdrawal uses it.")
+export const ChallengeUsed = define("CHALLENGE_USED", 409, "The challenge nonce was already used.")
+export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
+export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
+export const ChallengeExpired = define("CHALLENGE_EXPIRED", 422, "The challenge or signed message has expired.")
+export const ChallengeNotYetValid = define("CHALLENGE_NOT_YET_VALID", 422, "The signed message is not valid yet.")
+export const SiweMalformed = define("SIWE_MALFORMED", 422, "The message is not a well-formed EIP-4361 message.")
+export const SiweDomainMismatch = define("SIWE_DOMAIN_MISMATCH", 422, "The message names another domain.")
+export const SiweUriMismatch = define("SIWE_URI_MISMATCH", 422, "The message names another URI.")
+export const SiweChainMismatch = define("SIWE_CHAIN_MISMATCH", 422, "The message names another chain id.")
+export const SiweAddressMismatch = define("SIWE_ADDRESS_MISMATCH", 422, "The message names another address.")
+export const SiweNonceMismatch = define("SIWE_NONCE_MISMATCH", 422, "The message carries another nonce.")
+export const SignatureMalformed = define("SIGNATURE_MALFORMED", 422, "Not a 65-byte r||s||v signature (v 0/1/27/28).")
+export const SignatureMalleable = define("SIGNATURE_MALLEABLE", 422, "High-s signature (EIP-2): sign again.")
+export const SignatureInvalid = define("SIGNATURE_INVALID", 422, "The signature is not by the required signer.")
+export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
+export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
+export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.")
+
+/** Every code with its status; the README's error table and the OpenAPI document mirror it. */
+export const ALL_ERRORS = [
+  InvalidRequest,
+  Unauthorized,
+  Forbidden,
+  AccessRequired,
+  NotFound,
+  MethodNotAllowed,
+  StateConflict,
+  AccountInUse,
+  ChallengeUsed,
+  PayloadTooLarge,
+  ChallengeUnknown,
+  ChallengeExpired,
+  ChallengeNotYetValid,
+  SiweMalformed,
+  SiweDomainMismatch,
+  SiweUriMismatch,
+  SiweChainMismatch,
+  SiweAddressMismatch,
+  SiweNonceMismatch,
+  SignatureMalformed,
+  SignatureMalleable,
+  SignatureInvalid,
+  RateLimited,
+  Internal,
+  ChainUnavailable,
+] as const
+
+export const codeOf = (schema: {
+  readonly fields: {
+    readonly error: { readonly fields: { readonly code: { readonly literals: ReadonlyArray<unknown> } } }
+  }
+}) => schema.fields.error.fields.code.literals[0] as string
 
 export const envelopeBody = (code: string, message: string, requestId: string, retryable: boolean) => ({
   error: { code, message, request_id: requestId, retryable },
 })
 
-type ErrorClass<A> = {
-  new (props: { readonly error: { code: never; message: string; request_id: string; retryable: boolean } }): A
-  readonly fields: { readonly error: { readonly fields: { readonly code: { readonly literals: readonly [string] } } } }
-}
+/** The envelope type for one code; distributes over a union of codes. */
+export type Envelope<C> = C extends string
+  ? {
+      readonly error: {
+        readonly code: C
+        readonly message: string
+        readonly request_id: string
+        readonly retryable: boolean
+      }
+    }
+  : never
 
-/** Builds the error for the current request: `yield* apiError(NotFound, "no such order")`. */
-export const apiError = <A>(Ctor: ErrorClass<A>, message: string, retryable = false): Effect.Effect<never, A> =>
+/** Fails with the given error for the current request: `yield* apiError(NotFound, "no such order")`. */
+export const apiError = <C extends string>(
+  schema: Schema.Schema<Envelope<C>, Envelope<C>> & {
+    readonly fields: {
+      readonly error: { readonly fields: { readonly code: { readonly literals: ReadonlyArray<unknown> } } }
+    }
+  },
+  message: string,
+  retryable = false,
+): Effect.Effect<never, Envelope<C>> =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (request_id) =>
-    Effect.fail(
-      new Ctor({
-        error: { code: Ctor.fields.error.fields.code.literals[0] as never, message, request_id, retryable },
-      }),
-    ),
+    Effect.fail({ error: { code: codeOf(schema), message, request_id, retryable } } as Envelope<C>),
   )

@@ -2,16 +2,27 @@ import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer } from "effect"
+import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
+import { SecureRandom } from "../SecureRandom.ts"
+import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
 import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
+import { AuthHandlers } from "./AuthHandlers.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
+import { AuthenticationLive } from "./Security.ts"
 
 /** Every group's handlers; tests add a probe group to the same API id on top of these. */
-export const HandlersLive = Layer.mergeAll(HealthHandlers, InfoHandlers)
+export const HandlersLive = Layer.mergeAll(
+  HealthHandlers,
+  InfoHandlers,
+  AuthHandlers,
+  AccountHandlers,
+  AdminHandlers,
+).pipe(Layer.provide(AuthenticationLive), Layer.provide(ChainClients.Live), Layer.provide(SecureRandom.Live))
 export const ApiLive = HttpApiBuilder.api(Api).pipe(Layer.provide(HandlersLive))
 
 export interface HttpOptions<R = never> {

@@ -1,0 +1,179 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect, Option } from "effect"
+import { ChainClients } from "../Chain/ChainClients.ts"
+import { AppConfig, siweSettings } from "../Config.ts"
+import { buildLinkMessage } from "../Domain/LinkMessage.ts"
+import { toRfc3339 } from "../Domain/Primitives.ts"
+import { verifySiweSignature } from "../Domain/Siwe.ts"
+import { randomHex } from "../SecureRandom.ts"
+import { findAccount, setAccess } from "../Store/Accounts.ts"
+import { consumeLinkChallenge, insertLinkChallenge } from "../Store/Challenges.ts"
+import {
+  insertLinkedAccount,
+  type LinkedAccountRow,
+  listLinkedAccounts,
+  unlinkIfUnused,
+} from "../Store/LinkedAccounts.ts"
+import { revokeSession } from "../Store/Sessions.ts"
+import { Api } from "./Api.ts"
+import {
+  AccountInUse,
+  apiError,
+  ChallengeExpired,
+  ChallengeUnknown,
+  ChallengeUsed,
+  InvalidRequest,
+  NotFound,
+  StateConflict,
+} from "./Errors.ts"
+import { requireAdmin, requireSession } from "./Guards.ts"
+import { signatureOnlyFailure } from "./SignatureFailure.ts"
+
+const LINK_TTL_MS = 10 * 60 * 1000
+
+export const toLinkedAccount = (row: LinkedAccountRow) => ({
+  venue: row.venue,
+  address: row.address,
+  venue_wallet: row.venue_wallet,
+  expires_at: row.expires_at === null ? null : row.expires_at.toISOString(),
+  linked_at: row.linked_at.toISOString(),
+})
+
+export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const clients = yield* ChainClients
+    const { domain } = siweSettings(deployment)
+    const venues = new Set(deployment.venues.map((v) => v.id))
+    const knownVenue = (venue: string) =>
+      venues.has(venue) ? Effect.void : apiError(NotFound, `unknown venue ${venue}; see GET /v1/venues`)
+    return handlers
+      .handle("me", () =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const account = yield* findAccount(session.master).pipe(Effect.orDie)
+          if (Option.isNone(account) || account.value.quote_identity_id === null) {
+            return yield* Effect.dieMessage("a signed-in master has no account row")
+          }
+          const linked = yield* listLinkedAccounts(session.master).pipe(Effect.orDie)
+          return {
+            master_address: account.value.master,
+            created_at: account.value.created_at.toISOString(),
+            accounts: linked.map(toLinkedAccount),
+            quote_identity_id: account.value.quote_identity_id,
+            access: account.value.access,
+            admin: session.admin,
+          }
+        }),
+      )
+      .handle("logout", () =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* revokeSession(session.sessionId, yield* Clock.currentTimeMillis).pipe(Effect.orDie)
+        }),
+      )
+      .handle("linkChallenge", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* knownVenue(payload.venue)
+          const now = yield* Clock.currentTimeMillis
+          const nonce = yield* randomHex(16)
+          const address = payload.address.toLowerCase()
+          const expires = now + LINK_TTL_MS
+          const message = buildLinkMessage({
+            domain,
+            venue: payload.venue,
+            address,
+            master: session.master,
+            nonce,
+            issuedAtMs: now,
+            expirationTimeMs: expires,
+          })
+          yield* insertLinkChallenge({
+            nonce,
+            master: session.master,
+            venue: payload.venue,
+            address,
+            message,
+            nowMs: now,
+            expiresMs: expires,
+          }).pipe(Effect.orDie)
+          return { nonce, message, expires_at: toRfc3339(expires) }
+        }),
+      )
+      .handle("link", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* knownVenue(payload.venue)
+          const address = payload.address.toLowerCase()
+          const now = yield* Clock.currentTimeMillis
+          const isMaster = address === session.master
+          if (payload.nonce === undefined || payload.signature === undefined) {
+            if (!isMaster || payload.nonce !== undefined || payload.signature !== undefined) {
+              return yield* apiError(InvalidRequest, "nonce and signature are required unless address is the master")
+            }
+          } else {
+            const consumed = yield* consumeLinkChallenge(payload.nonce, session.master, now).pipe(Effect.orDie)
+            if (consumed._tag === "Unknown")
+              return yield* apiError(ChallengeUnknown, "no link challenge with this nonce")
+            if (consumed._tag === "AlreadyUsed")
+              return yield* apiError(ChallengeUsed, "this link challenge was already used")
+            const challenge = consumed.challenge
+            if (challenge.venue !== payload.venue || challenge.address !== address) {
+              return yield* apiError(InvalidRequest, "the nonce was issued for another venue or address")
+            }
+            if (challenge.expires_at.getTime() <= now)
+              return yield* apiError(ChallengeExpired, "the link challenge expired")
+            yield* verifySiweSignature({
+              message: challenge.message,
+              signature: payload.signature as `0x${string}`,
+              address: address as `0x${string}`,
+              client: clients.venue(payload.venue),
+            }).pipe(Effect.catchAll(signatureOnlyFailure))
+          }
+          const outcome = yield* insertLinkedAccount({
+            master: session.master,
+            venue: payload.venue,
+            address,
+            venueWallet: null,
+            expiresMs: null,
+            nowMs: now,
+          }).pipe(Effect.orDie)
+          if (outcome._tag === "VenueTaken") {
+            return yield* apiError(StateConflict, `an account is already linked on ${payload.venue}; unlink it first`)
+          }
+          if (outcome._tag === "AddressTaken") {
+            return yield* apiError(StateConflict, "this address is linked to another account on this venue")
+          }
+          return toLinkedAccount(outcome.row)
+        }),
+      )
+      .handle("unlink", ({ path }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const outcome = yield* unlinkIfUnused(session.master, path.venue).pipe(Effect.orDie)
+          if (outcome._tag === "NotLinked") return yield* apiError(NotFound, `no account linked on ${path.venue}`)
+          if (outcome._tag === "InUse") {
+            return yield* apiError(AccountInUse, `the account is in use by an open ${outcome.use}`)
+          }
+          return toLinkedAccount(outcome.row)
+        }),
+      )
+  }),
+)
+
+export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
+  handlers.handle("setAccess", ({ path, payload }) =>
+    Effect.gen(function* () {
+      const admin = yield* requireAdmin
+      const master = path.address.toLowerCase()
+      yield* setAccess({
+        master,
+        access: payload.access,
+        nowMs: yield* Clock.currentTimeMillis,
+        by: admin.master,
+      }).pipe(Effect.orDie)
+      return { master_address: master, access: payload.access }
+    }),
+  ),
+)

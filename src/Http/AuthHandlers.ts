@@ -1,0 +1,99 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect } from "effect"
+import { getAddress } from "viem"
+import { ChainClients } from "../Chain/ChainClients.ts"
+import { AppConfig, siweSettings } from "../Config.ts"
+import { toRfc3339 } from "../Domain/Primitives.ts"
+import { buildSiweMessage, checkSignatureShape, verifySiwe } from "../Domain/Siwe.ts"
+import { randomBase64Url, randomHex, randomUuid, sha256 } from "../SecureRandom.ts"
+import { ensureAccount } from "../Store/Accounts.ts"
+import { consumeSiweChallenge, insertSiweChallenge } from "../Store/Challenges.ts"
+import { takeTokens } from "../Store/RateLimiter.ts"
+import { insertSession } from "../Store/Sessions.ts"
+import { Api } from "./Api.ts"
+import { apiError, ChallengeExpired, ChallengeUnknown, ChallengeUsed, RateLimited } from "./Errors.ts"
+import { retryAfter } from "./Security.ts"
+import { signatureFailure } from "./SignatureFailure.ts"
+
+const CHALLENGE_TTL_MS = 10 * 60 * 1000
+
+/** Spec limits for the challenge route: per address burst 6, 6 per minute; global 60/s, burst 120. */
+const challengeBuckets = (address: string) => [
+  { key: `challenge:address:${address}`, rate: 6 / 60, burst: 6 },
+  { key: "challenge:global", rate: 60, burst: 120 },
+]
+
+export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const siwe = siweSettings(deployment)
+    const clients = yield* ChainClients
+    const initialAccess = deployment.access.mode === "open" ? "granted" : "required"
+    return handlers
+      .handle("challenge", ({ payload }) =>
+        Effect.gen(function* () {
+          const address = payload.address.toLowerCase()
+          const decision = yield* takeTokens(challengeBuckets(address)).pipe(Effect.orDie)
+          if (!decision.allowed) {
+            yield* retryAfter(decision.retryAfterSeconds)
+            return yield* apiError(RateLimited, `too many challenges; retry in ${decision.retryAfterSeconds} s`)
+          }
+          const now = yield* Clock.currentTimeMillis
+          const nonce = yield* randomHex(16)
+          const expires = now + CHALLENGE_TTL_MS
+          const message = buildSiweMessage({
+            domain: siwe.domain,
+            uri: siwe.uri,
+            chainId: siwe.chainId,
+            address: getAddress(address),
+            nonce,
+            issuedAtMs: now,
+            expirationTimeMs: expires,
+            statement: siwe.statement,
+          })
+          yield* insertSiweChallenge({ nonce, address, message, nowMs: now, expiresMs: expires }).pipe(Effect.orDie)
+          return { message, nonce, expires_at: toRfc3339(expires) }
+        }),
+      )
+      .handle("verify", ({ payload }) =>
+        Effect.gen(function* () {
+          // Shape first: a malformed or high-s signature is refused without spending the nonce.
+          yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(signatureFailure))
+          const now = yield* Clock.currentTimeMillis
+          const consumed = yield* consumeSiweChallenge(payload.nonce, now).pipe(Effect.orDie)
+          if (consumed._tag === "Unknown") return yield* apiError(ChallengeUnknown, "no challenge with this nonce")
+          if (consumed._tag === "AlreadyUsed") return yield* apiError(ChallengeUsed, "this challenge was already used")
+          const challenge = consumed.challenge
+          if (challenge.expires_at.getTime() <= now) return yield* apiError(ChallengeExpired, "the challenge expired")
+          yield* verifySiwe({
+            message: challenge.message,
+            signature: payload.signature,
+            expect: {
+              domain: siwe.domain,
+              uri: siwe.uri,
+              chainId: siwe.chainId,
+              address: challenge.address,
+              nonce: payload.nonce,
+              nowMs: now,
+            },
+            client: clients.auth,
+          }).pipe(Effect.catchAll(signatureFailure))
+          const master = challenge.address
+          yield* ensureAccount({ master, access: initialAccess, identityId: yield* randomUuid, nowMs: now }).pipe(
+            Effect.orDie,
+          )
+          // The token is shown once; only its SHA-256 is stored.
+          const token = `st_${yield* randomBase64Url(32)}`
+          const expires = now + siwe.sessionMs
+          yield* insertSession({
+            id: yield* randomUuid,
+            tokenHash: sha256(token),
+            master,
+            nowMs: now,
+            expiresMs: expires,
+          }).pipe(Effect.orDie)
+          return { token, expires_at: toRfc3339(expires), master_address: master }
+        }),
+      )
+  }),
+)

@@ -1,0 +1,99 @@
+import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { AppConfig } from "../Config.ts"
+import { type CredentialPrincipal, CurrentPrincipal, type Principal } from "../Domain/Principal.ts"
+import { sha256 } from "../SecureRandom.ts"
+import { takeToken } from "../Store/RateLimiter.ts"
+import { findSessionByHash } from "../Store/Sessions.ts"
+import { apiError, RateLimited, Unauthorized } from "./Errors.ts"
+
+/** Requests that carry a bearer: a master session or a maker credential (`mk_…`). */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
+  failure: Schema.Union(Unauthorized, RateLimited),
+  provides: CurrentPrincipal,
+  security: { bearer: HttpApiSecurity.bearer },
+}) {}
+
+/**
+ * Resolves an `mk_` credential by the SHA-256 of its token. Credentials are issued by the makers'
+ * routes; until those exist no credential resolves, so every `mk_` bearer is unknown (401).
+ */
+export class CredentialResolver extends Context.Reference<CredentialResolver>()("CredentialResolver", {
+  defaultValue: () => ({
+    resolve: (_tokenHash: Buffer): Effect.Effect<Option.Option<CredentialPrincipal>> => Effect.succeedNone,
+  }),
+}) {}
+
+/** `Authorization: Bearer <token>` with a token of URL-safe characters; anything else is malformed. */
+const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/
+
+const unauthorized = (why: string) => apiError(Unauthorized, why)
+
+/** Adds Retry-After (seconds) to whatever response this request ends with. */
+export const retryAfter = (seconds: number) =>
+  HttpApp.appendPreResponseHandler((_req, res) =>
+    Effect.succeed(HttpServerResponse.setHeader(res, "retry-after", String(seconds))),
+  )
+
+/**
+ * Resolves the Authorization header to a principal. Authorization is the only header that
+ * authenticates; the framework's bearer extraction does not check the scheme, so the raw header
+ * is read. Expiry is judged by the Effect clock, so tests drive it with TestClock.
+ */
+export const authenticateHeader = (header: string | undefined, admins: ReadonlySet<string>) =>
+  Effect.gen(function* () {
+    if (header === undefined) return yield* unauthorized("missing bearer token")
+    const match = BEARER.exec(header)
+    if (!match) return yield* unauthorized("malformed Authorization header: expected Bearer <token>")
+    const token = match[1]!
+    const hash = sha256(token)
+    if (token.startsWith("mk_")) {
+      const resolver = yield* CredentialResolver
+      const credential = yield* resolver.resolve(hash)
+      if (Option.isNone(credential)) return yield* unauthorized("unknown or revoked credential")
+      return credential.value as Principal
+    }
+    const session = yield* findSessionByHash(hash).pipe(Effect.orDie)
+    if (Option.isNone(session)) return yield* unauthorized("unknown session")
+    if (session.value.revoked_at !== null) return yield* unauthorized("session revoked")
+    const now = yield* Clock.currentTimeMillis
+    if (session.value.expires_at.getTime() <= now) return yield* unauthorized("session expired")
+    return {
+      _tag: "Session",
+      sessionId: session.value.id,
+      master: session.value.master,
+      admin: admins.has(session.value.master),
+    } as Principal
+  })
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
+    const { requests_per_second: rate, request_burst: burst } = deployment.limits
+    const authenticate = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      authenticateHeader(request.headers.authorization, admins),
+    )
+    const charge = (principal: Principal) => {
+      const key =
+        principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
+      return takeToken({ key, rate, burst }).pipe(
+        Effect.orDie,
+        Effect.flatMap((decision) =>
+          decision.allowed
+            ? Effect.succeed(principal)
+            : Effect.zipRight(
+                retryAfter(decision.retryAfterSeconds),
+                apiError(RateLimited, `request budget exhausted; retry in ${decision.retryAfterSeconds} s`),
+              ),
+        ),
+      )
+    }
+    return Authentication.of({
+      bearer: () => Effect.flatMap(authenticate, charge).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+    })
+  }),
+)
