@@ -1,30 +1,16 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { buildSiweMessage } from "../../src/Domain/Siwe.ts"
-import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
-import { startSiweAnvil } from "../support/SiweAnvil.ts"
-import { testAppConfig } from "../support/TestConfig.ts"
-import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+import { baseUrl } from "../support/TestServer.ts"
+import { testStackWithChain } from "../support/TestStack.ts"
 
 /** A real auth chain, so a signature by another key is judged on chain (ERC-1271) and refused. */
-const Live = Layer.unwrapScoped(
-  Effect.map(
-    Effect.acquireRelease(
-      Effect.promise(() => startSiweAnvil(999)),
-      (anvil) => Effect.promise(() => anvil.stop()),
-    ),
-    (anvil) =>
-      TestHttpLive.pipe(
-        Layer.provideMerge(TestDatabaseLive),
-        Layer.provideMerge(testAppConfig({ auth: { rpc_urls: [anvil.url] } })),
-      ),
-  ),
-)
+const Live = testStackWithChain()
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 
