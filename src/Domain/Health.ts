@@ -38,7 +38,10 @@ export class HealthOk extends Schema.Class<HealthOk>("HealthOk")({
 /** 503 with the same body shape (not the error envelope), as the spec requires. */
 export class HealthDegraded extends Schema.Class<HealthDegraded>("HealthDegraded")(
   { status: Schema.Literal("degraded"), ...healthFields },
-  HttpApiSchema.annotations({ status: 503, description: "Not ready: same body as 200, status degraded." }),
+  HttpApiSchema.annotations({
+    status: 503,
+    description: "Not ready: same body as 200, status degraded.",
+  }),
 ) {}
 
 /** Readiness queue limit from the spec: fewer than 32 pending transactions. */

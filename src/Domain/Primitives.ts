@@ -3,15 +3,23 @@ import { Schema } from "effect"
 /** 20-byte hex address, any case on input. Responses lowercase it where the spec says so. */
 export const Address = Schema.String.pipe(
   Schema.pattern(/^0x[0-9a-fA-F]{40}$/),
-  Schema.annotations({ identifier: "Address", description: "0x-prefixed 20-byte hex address" }),
+  Schema.annotations({
+    identifier: "Address",
+    description: "0x-prefixed 20-byte hex address",
+  }),
 )
 
 /** Token base units as a decimal string, at most 2^256 - 1 (spec: Wire conventions 2). */
 export const MAX_UINT256 = 2n ** 256n - 1n
 export const Amount = Schema.String.pipe(
   Schema.pattern(/^[0-9]{1,78}$/),
-  Schema.filter((s) => BigInt(s) <= MAX_UINT256, { message: () => "must be at most 2^256 - 1" }),
-  Schema.annotations({ identifier: "Amount", description: "token base units as a decimal string" }),
+  Schema.filter((s) => BigInt(s) <= MAX_UINT256, {
+    message: () => "must be at most 2^256 - 1",
+  }),
+  Schema.annotations({
+    identifier: "Amount",
+    description: "token base units as a decimal string",
+  }),
 )
 
 /** 32-byte order id. */
@@ -23,7 +31,10 @@ export const OrderId = Schema.String.pipe(
 /** Venue ids are short slugs listed by GET /v1/venues. */
 export const VenueId = Schema.String.pipe(
   Schema.pattern(/^[a-z][a-z0-9_-]{0,31}$/),
-  Schema.annotations({ identifier: "VenueId", description: "a venue id from GET /v1/venues" }),
+  Schema.annotations({
+    identifier: "VenueId",
+    description: "a venue id from GET /v1/venues",
+  }),
 )
 
 /** RFC 3339 UTC timestamp as returned in responses. */

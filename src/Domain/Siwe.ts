@@ -92,7 +92,10 @@ export interface BuildSiweParams {
 }
 
 const invalidBuild = (message: string) =>
-  new SiweError({ code: "SIWE_MALFORMED", message: `buildSiweMessage: ${message}` })
+  new SiweError({
+    code: "SIWE_MALFORMED",
+    message: `buildSiweMessage: ${message}`,
+  })
 
 const toRfc3339Utc = (ms: number, field: string): string => {
   if (!Number.isFinite(ms)) throw invalidBuild(`${field} must be a finite number of milliseconds`)
@@ -423,7 +426,10 @@ export const verifySiweSignature = (p: {
 }): Effect.Effect<void, SiweError | SiweChainUnavailable> =>
   Effect.gen(function* () {
     if (!isAddress(p.address, { strict: false }))
-      return yield* new SiweError({ code: "SIWE_ADDRESS_MISMATCH", message: "address is not a 20-byte hex address" })
+      return yield* new SiweError({
+        code: "SIWE_ADDRESS_MISMATCH",
+        message: "address is not a 20-byte hex address",
+      })
     const shape = yield* checkSignatureShape(p.signature)
     if (shape === "eoa") {
       const parts = yield* ecdsaParts(p.signature)
@@ -441,7 +447,12 @@ export const verifySiweSignature = (p: {
 
     const watched = watchedClient(client)
     const valid = yield* Effect.tryPromise({
-      try: () => verifyMessage(watched.client, { address: p.address, message: p.message, signature: p.signature }),
+      try: () =>
+        verifyMessage(watched.client, {
+          address: p.address,
+          message: p.message,
+          signature: p.signature,
+        }),
       catch: chainUnavailable,
     }).pipe(
       Effect.timeoutFail({
@@ -454,7 +465,10 @@ export const verifySiweSignature = (p: {
     )
     if (valid) return
     if (watched.failures.length > 0) return yield* chainUnavailable(watched.failures[0])
-    return yield* new SiweError({ code: "SIGNATURE_INVALID", message: "the auth chain rejected the signature" })
+    return yield* new SiweError({
+      code: "SIGNATURE_INVALID",
+      message: "the auth chain rejected the signature",
+    })
   })
 
 /**
