@@ -4,6 +4,7 @@ import { AuthApi } from "./AuthApi.ts"
 import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "./Errors.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
+import { MakersApi } from "./MakersApi.ts"
 
 /**
  * The HTTP contract. Errors every route can answer are declared once here; groups add their own.
@@ -16,6 +17,7 @@ export class Api extends HttpApi.make("settlement")
   .add(AuthApi)
   .add(AccountApi)
   .add(AdminApi)
+  .add(MakersApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

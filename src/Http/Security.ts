@@ -41,7 +41,11 @@ export const retryAfter = (seconds: number) =>
  * authenticates; the framework's bearer extraction does not check the scheme, so the raw header
  * is read. Expiry is judged by the Effect clock, so tests drive it with TestClock.
  */
-export const authenticateHeader = (header: string | undefined, admins: ReadonlySet<string>) =>
+export const authenticateHeader = (
+  header: string | undefined,
+  admins: ReadonlySet<string>,
+  resolver: CredentialResolver["Type"] = CredentialResolver.defaultValue(),
+) =>
   Effect.gen(function* () {
     if (header === undefined) return yield* unauthorized("missing bearer token")
     const match = BEARER.exec(header)
@@ -49,7 +53,6 @@ export const authenticateHeader = (header: string | undefined, admins: ReadonlyS
     const token = match[1]!
     const hash = sha256(token)
     if (token.startsWith("mk_")) {
-      const resolver = yield* CredentialResolver
       const credential = yield* resolver.resolve(hash)
       if (Option.isNone(credential)) return yield* unauthorized("unknown or revoked credential")
       return credential.value as Principal
@@ -72,10 +75,11 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
+    const resolver = yield* CredentialResolver
     const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
     const { requests_per_second: rate, request_burst: burst } = deployment.limits
     const authenticate = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      authenticateHeader(request.headers.authorization, admins),
+      authenticateHeader(request.headers.authorization, admins, resolver),
     )
     const charge = (principal: Principal) => {
       const key =

@@ -9,9 +9,11 @@ import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
 import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
 import { AuthHandlers } from "./AuthHandlers.ts"
+import { CredentialResolverLive } from "./CredentialResolverLive.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
+import { MakersHandlers } from "./MakersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
 
@@ -22,7 +24,13 @@ export const HandlersLive = Layer.mergeAll(
   AuthHandlers,
   AccountHandlers,
   AdminHandlers,
-).pipe(Layer.provide(AuthenticationLive), Layer.provide(ChainClients.Live), Layer.provide(SecureRandom.Live))
+  MakersHandlers,
+).pipe(
+  Layer.provide(AuthenticationLive),
+  Layer.provide(CredentialResolverLive),
+  Layer.provide(ChainClients.Live),
+  Layer.provide(SecureRandom.Live),
+)
 export const ApiLive = HttpApiBuilder.api(Api).pipe(Layer.provide(HandlersLive))
 
 export interface HttpOptions<R = never> {

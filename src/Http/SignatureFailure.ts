@@ -63,3 +63,9 @@ export const signatureOnlyFailure = (
   if (e.code === "SIGNATURE_MALLEABLE") return apiError(SignatureMalleable, e.message)
   return apiError(SignatureInvalid, e.code === "SIGNATURE_INVALID" ? e.message : "the signature does not verify")
 }
+
+/** For a shape check alone (no chain involved): malformed or malleable. */
+export const shapeFailure = (
+  e: SiweError,
+): Effect.Effect<never, Envelope<"SIGNATURE_MALFORMED" | "SIGNATURE_MALLEABLE">> =>
+  e.code === "SIGNATURE_MALLEABLE" ? apiError(SignatureMalleable, e.message) : apiError(SignatureMalformed, e.message)

@@ -4,6 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { Api } from "../../src/Http/Api.ts"
 import { RAW_ROUTES, routesOf } from "../../src/Http/RouteTable.ts"
 import { rawRequest } from "../support/Http.ts"
+import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { bearer, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
@@ -11,10 +12,16 @@ import { testStackWithChain } from "../support/TestStack.ts"
 const admin = privateKeyToAccount(generatePrivateKey())
 const Live = testStackWithChain({ admins: [admin.address] })
 
-type Kind = "public" | "session" | "admin"
+/**
+ * public: anyone; session: a master session only (credentials are refused with 403); admin: an
+ * admin session; lease: a session or a `quote` credential bound to the identity; identity: a
+ * session or any credential, each seeing only what it may see.
+ */
+type Kind = "public" | "session" | "admin" | "lease" | "identity"
 const someone = privateKeyToAccount(generatePrivateKey()).address
+const ID = ":identity"
+const anyUuid = "7d4f2a3e-1b2c-4d5e-8f90-123456789abc"
 
-/** Every route the API serves, with how it is guarded and a request that is otherwise valid. */
 const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /health": { kind: "public" },
   "GET /health/live": { kind: "public" },
@@ -29,11 +36,19 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "POST /v1/accounts/challenge": { kind: "session", body: { venue: "aster", address: someone } },
   "POST /v1/accounts": { kind: "session", body: { venue: "aster", address: someone } },
   "DELETE /v1/accounts/:venue": { kind: "session", path: "/v1/accounts/aster" },
-  "PUT /v1/admin/access/:address": {
-    kind: "admin",
-    path: `/v1/admin/access/${someone}`,
-    body: { access: "granted" },
+  "PUT /v1/admin/access/:address": { kind: "admin", path: `/v1/admin/access/${someone}`, body: { access: "granted" } },
+  "POST /v1/quote-identities/prepare": { kind: "session", body: { signer: someone } },
+  "POST /v1/quote-identities": { kind: "session", body: { signer: someone, signature: `0x${"11".repeat(65)}` } },
+  "GET /v1/quote-identities/:id": { kind: "identity", path: `/v1/quote-identities/${ID}` },
+  "PUT /v1/quote-identities/:id/lease": {
+    kind: "lease",
+    path: `/v1/quote-identities/${ID}/lease`,
+    body: { ttl_seconds: 30 },
   },
+  "POST /v1/credentials": { kind: "session", body: { quote_identity_id: anyUuid, scopes: ["quote"] } },
+  "GET /v1/credentials": { kind: "session" },
+  "POST /v1/credentials/:id/rotate": { kind: "session", path: `/v1/credentials/${anyUuid}/rotate` },
+  "DELETE /v1/credentials/:id": { kind: "session", path: `/v1/credentials/${anyUuid}` },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
@@ -46,14 +61,20 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("auth matrix"
     }),
   )
 
-  it.effect("every route x {no token, bad token, session, admin session} answers per the spec", () =>
+  it.effect("every route x {none, bad, session, admin, quote credential, read credential} answers per the spec", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
+      // The maker: a session, a credential identity with a `quote` credential, another with `read`.
+      const makerToken = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const quoteIdentity = yield* registerIdentity(base, makerToken, privateKeyToAccount(generatePrivateKey()))
+      const quoteCredential = yield* issueCredential(base, makerToken, quoteIdentity.id, ["quote"])
+      const readIdentity = yield* registerIdentity(base, makerToken, privateKeyToAccount(generatePrivateKey()))
+      const readCredential = yield* issueCredential(base, makerToken, readIdentity.id, ["read"])
       // One admin session (the challenge budget is per address); logout revokes it, so renew then.
       let adminToken = yield* signIn(base, admin)
       for (const [route, spec] of Object.entries(MATRIX)) {
         const [method, template] = route.split(" ") as [string, string]
-        const path = spec.path ?? template
+        const path = (spec.path ?? template).replace(ID, quoteIdentity.id)
         const call = (headers: Record<string, string>) =>
           rawRequest(`${base}${path}`, {
             method,
@@ -65,31 +86,44 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("auth matrix"
         const session = yield* call(bearer(yield* signIn(base, privateKeyToAccount(generatePrivateKey()))))
         const asAdmin = yield* call(bearer(adminToken))
         if (route === "POST /v1/auth/logout") adminToken = yield* signIn(base, admin)
-        const label = (what: string, res: { status: number }) => `${route} ${what} -> ${res.status}`
-        for (const [what, res] of [
-          ["none", none],
-          ["bad", bad],
-          ["session", session],
-          ["admin", asAdmin],
-        ] as const) {
-          expect(res.status, label(what, res)).toBeLessThan(500 + (route === "GET /health" ? 4 : 0))
-          if (res.status >= 400 && route !== "GET /health") {
-            expect(code(res), label(what, res)).toBeDefined()
-          }
+        const quote = yield* call(bearer(quoteCredential.token))
+        const read = yield* call(bearer(readCredential.token))
+        const cells = { none, bad, session, admin: asAdmin, quote, read }
+        for (const [what, res] of Object.entries(cells)) {
+          const label = `${route} as ${what} -> ${res.status} ${res.text.slice(0, 120)}`
+          if (route !== "GET /health") expect(res.status, label).toBeLessThan(500)
+          if (res.status >= 400 && route !== "GET /health") expect(code(res), label).toBeDefined()
         }
+        const is = (res: { status: number; json: unknown }, status: number, c: string, who: string) =>
+          expect([res.status, code(res)], `${route} as ${who}`).toEqual([status, c])
+        const allowed = (res: { status: number }, who: string) =>
+          expect([401, 403], `${route} as ${who} -> ${res.status}`).not.toContain(res.status)
         if (spec.kind === "public") {
-          for (const res of [none, bad, session, asAdmin]) expect(code(res), route).not.toBe("UNAUTHORIZED")
+          for (const [what, res] of Object.entries(cells))
+            expect(code(res), `${route} ${what}`).not.toBe("UNAUTHORIZED")
+          continue
+        }
+        is(none, 401, "UNAUTHORIZED", "none")
+        is(bad, 401, "UNAUTHORIZED", "bad")
+        if (spec.kind === "session") {
+          allowed(session, "session")
+          allowed(asAdmin, "admin")
+          is(quote, 403, "FORBIDDEN", "quote credential")
+          is(read, 403, "FORBIDDEN", "read credential")
+        } else if (spec.kind === "admin") {
+          is(session, 403, "FORBIDDEN", "session")
+          expect(asAdmin.status).toBe(200)
+          is(quote, 403, "FORBIDDEN", "quote credential")
+          is(read, 403, "FORBIDDEN", "read credential")
+        } else if (spec.kind === "lease") {
+          // Another master's session cannot see the identity; its own credential renews it.
+          is(session, 404, "NOT_FOUND", "session of another master")
+          expect(quote.status, route).toBe(200)
+          is(read, 403, "FORBIDDEN", "read credential")
         } else {
-          expect([none.status, code(none)], route).toEqual([401, "UNAUTHORIZED"])
-          expect([bad.status, code(bad)], route).toEqual([401, "UNAUTHORIZED"])
-          if (spec.kind === "session") {
-            // Authenticated and allowed: whatever the route answers next, it is not an auth refusal.
-            expect([401, 403], label("session", session)).not.toContain(session.status)
-            expect([401, 403], label("admin", asAdmin)).not.toContain(asAdmin.status)
-          } else {
-            expect([session.status, code(session)], route).toEqual([403, "FORBIDDEN"])
-            expect(asAdmin.status, label("admin", asAdmin)).toBe(200)
-          }
+          is(session, 404, "NOT_FOUND", "session of another master")
+          expect(quote.status, route).toBe(200)
+          is(read, 404, "NOT_FOUND", "credential of another identity")
         }
       }
     }),

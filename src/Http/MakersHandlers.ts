@@ -1,0 +1,169 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect, Option } from "effect"
+import { verifyTypedData } from "viem"
+import { AppConfig, siweSettings } from "../Config.ts"
+import { CurrentPrincipal } from "../Domain/Principal.ts"
+import { quoteIdentityRegistrationTypedData } from "../Domain/QuoteIdentityRegistration.ts"
+import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { randomBase64Url, randomUuid, sha256 } from "../SecureRandom.ts"
+import { type CredentialRow, insertCredential, listCredentials, rotateCredential } from "../Store/Credentials.ts"
+import {
+  findQuoteIdentity,
+  insertCredentialIdentity,
+  type QuoteIdentityRow,
+  renewLease,
+  revokeCredentialAndIdentity,
+} from "../Store/QuoteIdentities.ts"
+import { Api } from "./Api.ts"
+import { apiError, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
+import { requireScope, requireSession } from "./Guards.ts"
+import { shapeFailure } from "./SignatureFailure.ts"
+
+export const toQuoteIdentity = (row: QuoteIdentityRow) => ({
+  id: row.id,
+  signer: row.signer,
+  kind: row.kind,
+  generation: row.generation,
+  lease_expires_at: row.lease_expires_at.toISOString(),
+  cancel_epoch: row.cancel_epoch,
+  revoked: row.revoked_at !== null,
+})
+
+const toCredential = (row: CredentialRow) => ({
+  id: row.id,
+  quote_identity_id: row.quote_identity_id,
+  scopes: row.scopes as ReadonlyArray<"quote" | "read">,
+  label: row.label,
+  created_at: row.created_at.toISOString(),
+  rotated_at: row.rotated_at?.toISOString() ?? null,
+  revoked_at: row.revoked_at?.toISOString() ?? null,
+})
+
+/** `mk_` + 256 random bits; only the SHA-256 is stored. */
+const newCredentialToken = Effect.map(randomBase64Url(32), (t) => `mk_${t}`)
+
+/**
+ * The identity as the caller may see it: a session sees its own identities; a credential sees only
+ * the identity it is bound to (never another's, not even its master's browser identity).
+ */
+const visibleIdentity = (id: string) =>
+  Effect.gen(function* () {
+    const principal = yield* CurrentPrincipal
+    const identity = yield* findQuoteIdentity(id).pipe(Effect.orDie)
+    const visible = Option.filter(identity, (row) =>
+      principal._tag === "Session" ? row.master === principal.master : row.id === principal.quoteIdentityId,
+    )
+    return Option.isSome(visible) ? visible.value : yield* apiError(NotFound, "no such quote identity")
+  })
+
+export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const { chainId } = siweSettings(deployment)
+    const escrow = deployment.venues.find((v) => v.chain_id === chainId)?.escrow ?? deployment.venues[0].escrow
+    const registration = (master: string, signer: string) =>
+      quoteIdentityRegistrationTypedData({ chainId, verifyingContract: escrow, master, signer })
+    return handlers
+      .handle("prepareIdentity", ({ payload }) =>
+        Effect.map(requireSession, (session) => ({ typed_data: registration(session.master, payload.signer) })),
+      )
+      .handle("createIdentity", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
+          const signer = payload.signer.toLowerCase()
+          const valid = yield* Effect.promise(() =>
+            verifyTypedData({
+              ...registration(session.master, signer),
+              address: signer as `0x${string}`,
+              signature: payload.signature as `0x${string}`,
+            }).catch(() => false),
+          )
+          if (!valid) return yield* apiError(SignatureInvalid, "the registration is not signed by the signer")
+          if (signer === session.master) {
+            return yield* apiError(StateConflict, "the master key quotes through its browser identity")
+          }
+          const created = yield* insertCredentialIdentity({
+            id: yield* randomUuid,
+            master: session.master,
+            signer,
+            nowMs: yield* Clock.currentTimeMillis,
+          }).pipe(Effect.orDie)
+          if (Option.isNone(created)) {
+            return yield* apiError(StateConflict, "this signer already belongs to a quote identity; use a new key")
+          }
+          return toQuoteIdentity(created.value)
+        }),
+      )
+      .handle("getIdentity", ({ path }) => Effect.map(visibleIdentity(path.id), toQuoteIdentity))
+      .handle("renewLease", ({ path, payload }) =>
+        Effect.gen(function* () {
+          yield* requireScope("quote")
+          const identity = yield* visibleIdentity(path.id)
+          if (identity.revoked_at !== null) return yield* apiError(StateConflict, "this quote identity is revoked")
+          const renewed = yield* renewLease(identity.id, payload.ttl_seconds).pipe(Effect.orDie)
+          if (Option.isNone(renewed)) return yield* apiError(StateConflict, "this quote identity is revoked")
+          return {
+            identity_id: identity.id,
+            generation: renewed.value.generation,
+            expires_at: renewed.value.lease_expires_at.toISOString(),
+          }
+        }),
+      )
+      .handle("createCredential", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const token = yield* newCredentialToken
+          const outcome = yield* insertCredential({
+            id: yield* randomUuid,
+            master: session.master,
+            identityId: payload.quote_identity_id,
+            tokenHash: sha256(token),
+            scopes: payload.scopes,
+            label: payload.label ?? null,
+            nowMs: yield* Clock.currentTimeMillis,
+          }).pipe(Effect.orDie)
+          if (outcome._tag === "IdentityUnavailable") {
+            return yield* apiError(NotFound, "no live credential quote identity with this id")
+          }
+          if (outcome._tag === "AlreadyIssued") {
+            return yield* apiError(StateConflict, "this identity already has a live credential; rotate it instead")
+          }
+          return { ...toCredential(outcome.row), token }
+        }),
+      )
+      .handle("listCredentials", () =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const rows = yield* listCredentials(session.master).pipe(Effect.orDie)
+          return { data: rows.map(toCredential) }
+        }),
+      )
+      .handle("rotateCredential", ({ path }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const token = yield* newCredentialToken
+          const rotated = yield* rotateCredential({
+            id: path.id,
+            master: session.master,
+            tokenHash: sha256(token),
+            nowMs: yield* Clock.currentTimeMillis,
+          }).pipe(Effect.orDie)
+          if (Option.isNone(rotated)) return yield* apiError(NotFound, "no live credential with this id")
+          return { ...toCredential(rotated.value), token }
+        }),
+      )
+      .handle("revokeCredential", ({ path }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const revoked = yield* revokeCredentialAndIdentity({
+            credentialId: path.id,
+            master: session.master,
+            nowMs: yield* Clock.currentTimeMillis,
+          }).pipe(Effect.orDie)
+          if (!revoked) return yield* apiError(NotFound, "no live credential with this id")
+          return { id: path.id, revoked: true as const }
+        }),
+      )
+  }),
+)

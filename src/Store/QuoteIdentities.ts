@@ -1,0 +1,146 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { appendJournal } from "./Journal.ts"
+
+export interface QuoteIdentityRow {
+  readonly id: string
+  readonly master: string
+  readonly signer: string
+  readonly kind: "browser" | "credential"
+  readonly generation: string
+  readonly lease_expires_at: Date
+  readonly cancel_epoch: string
+  readonly revoked_at: Date | null
+}
+
+const columns = "id, master, signer, kind, generation::text, lease_expires_at, cancel_epoch::text, revoked_at"
+
+/**
+ * A credential identity starts with an expired lease at generation 0: nothing it signs is
+ * admissible until the first renewal (which advances the generation to 1).
+ */
+export const insertCredentialIdentity = (p: { id: string; master: string; signer: string; nowMs: number }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const now = new Date(p.nowMs)
+        const rows = yield* sql<QuoteIdentityRow>`
+          insert into quote_identities (id, master, signer, kind, lease_expires_at, created_at)
+          values (${p.id}, ${p.master}, ${p.signer}, 'credential', ${now}, ${now})
+          on conflict do nothing
+          returning ${sql.unsafe(columns)}`
+        if (rows[0]) {
+          yield* appendJournal({
+            kind: "quote_identity.created",
+            master: p.master,
+            payload: { identity_id: p.id, signer: p.signer, kind: "credential" },
+          })
+        }
+        return Option.fromNullable(rows[0])
+      }),
+    ),
+  )
+
+export const findQuoteIdentity = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<QuoteIdentityRow>`select ${sql.unsafe(columns)} from quote_identities where id = ${id}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+/**
+ * Renews the lease in database time, in one statement. Before expiry the generation is kept;
+ * after it the generation advances, so quote sets signed for the old generation never become
+ * admissible again. A browser identity's lease is the far future. A revoked identity is never
+ * renewed: revocation and renewal lock the same row, so they serialise.
+ */
+export const renewLease = (id: string, ttlSeconds: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const [row] = yield* sql<{ generation: string; lease_expires_at: Date }>`
+          update quote_identities set
+            generation = case when kind = 'credential' and lease_expires_at <= now()
+              then generation + 1 else generation end,
+            lease_expires_at = case when kind = 'browser' then lease_expires_at
+              else now() + make_interval(secs => ${ttlSeconds}) end
+          where id = ${id} and revoked_at is null
+          returning generation::text, lease_expires_at`
+        if (!row) return Option.none()
+        // Sets of an older generation stay inactive forever, whether or not the keeper saw the expiry.
+        yield* sql`
+          update quote_sets set active = false, deactivated_at = now(), deactivated_reason = 'lease_expired'
+          where quote_identity_id = ${id} and active and identity_generation < ${row.generation}::bigint`
+        return Option.some(row)
+      }),
+    ),
+  )
+
+/**
+ * Revokes a credential and its identity atomically: bearer revoked, lease expired, generation
+ * advanced, every quote cleared (cancel epoch advanced, sets deactivated). Irreversible.
+ */
+export const revokeCredentialAndIdentity = (p: { credentialId: string; master: string; nowMs: number }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const now = new Date(p.nowMs)
+        const [credential] = yield* sql<{ quote_identity_id: string }>`
+          update credentials set revoked_at = ${now}
+          where id = ${p.credentialId} and master = ${p.master} and revoked_at is null
+          returning quote_identity_id`
+        if (!credential) return false
+        yield* sql`
+          update quote_identities set revoked_at = now(), lease_expires_at = least(lease_expires_at, now()),
+            generation = generation + 1, cancel_epoch = cancel_epoch + 1
+          where id = ${credential.quote_identity_id}`
+        yield* deactivateQuoteSets(credential.quote_identity_id, "revoked")
+        yield* appendJournal({
+          kind: "credential.revoked",
+          master: p.master,
+          payload: { credential_id: p.credentialId, identity_id: credential.quote_identity_id },
+        })
+        return true
+      }),
+    ),
+  )
+
+/** Deactivates the identity's active quote sets (inside the caller's transaction). */
+export const deactivateQuoteSets = (identityId: string, reason: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      update quote_sets set active = false, deactivated_at = now(), deactivated_reason = ${reason}
+      where quote_identity_id = ${identityId} and active`,
+  )
+
+/**
+ * The dead-man switch firing: every credential identity whose lease ended by `nowMs` gets its
+ * quote sets deactivated and one `quote_identity.lease_expired` event per generation. Accepted
+ * fills and on-chain signatures are not touched.
+ */
+export const expireLeases = (nowMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const expired = yield* sql<{ id: string; master: string; generation: string; lease_expires_at: Date }>`
+          update quote_identities set lease_expiry_journaled_generation = generation
+          where kind = 'credential' and revoked_at is null and lease_expires_at <= ${new Date(nowMs)}
+            and lease_expiry_journaled_generation is distinct from generation
+          returning id, master, generation::text, lease_expires_at`
+        for (const row of expired) {
+          yield* deactivateQuoteSets(row.id, "lease_expired")
+          yield* appendJournal({
+            kind: "quote_identity.lease_expired",
+            master: row.master,
+            payload: {
+              identity_id: row.id,
+              generation: row.generation,
+              expires_at: row.lease_expires_at.toISOString(),
+            },
+          })
+        }
+        return expired.length
+      }),
+    ),
+  )
