@@ -1,0 +1,83 @@
+/**
+ * Lease renewals per second over HTTP with mk_ credentials (many identities, concurrent), against a
+ * raw single-row UPDATE of the same table through the same Postgres driver, in the same run. Prints
+ * both, the ratio (target >= 0.5) and the renewal p99.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { rawRequest } from "../support/Http.ts"
+import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { signIn } from "../support/SignIn.ts"
+import { baseUrl } from "../support/TestServer.ts"
+import { testStackWithChain } from "../support/TestStack.ts"
+
+const IDENTITIES = Number(process.env.BENCH_IDENTITIES ?? 32)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+
+const percentile = (sorted: Array<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+
+/** Runs `one` in `concurrency` closed loops for `seconds`; returns per-call latencies (ms). */
+const loop = (concurrency: number, seconds: number, one: (i: number) => Effect.Effect<unknown, unknown>) =>
+  Effect.gen(function* () {
+    const latencies: Array<number> = []
+    const deadline = performance.now() + seconds * 1000
+    yield* Effect.all(
+      Array.from({ length: concurrency }, (_, i) =>
+        Effect.gen(function* () {
+          while (performance.now() < deadline) {
+            const t = performance.now()
+            yield* one(i)
+            latencies.push(performance.now() - t)
+          }
+        }),
+      ),
+      { concurrency: "unbounded" },
+    )
+    latencies.sort((a, b) => a - b)
+    return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+  })
+
+const program = Effect.gen(function* () {
+  const base = yield* baseUrl
+  const sql = yield* SqlClient.SqlClient
+  const maker = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+  const creds: Array<{ id: string; token: string }> = []
+  for (let i = 0; i < IDENTITIES; i++) {
+    const identity = yield* registerIdentity(base, maker, privateKeyToAccount(generatePrivateKey()))
+    const credential = yield* issueCredential(base, maker, identity.id, ["quote"])
+    creds.push({ id: identity.id, token: credential.token })
+  }
+  const body = JSON.stringify({ ttl_seconds: 60 })
+  const renew = (i: number) =>
+    rawRequest(`${base}/v1/quote-identities/${creds[i]!.id}/lease`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${creds[i]!.token}`, "content-type": "application/json" },
+      body,
+    }).pipe(Effect.flatMap((r) => (r.status === 200 ? Effect.void : Effect.dieMessage(`renew ${r.status} ${r.text}`))))
+  const raw = (i: number) =>
+    sql`update quote_identities set lease_expires_at = now() + interval '60 seconds' where id = ${creds[i]!.id}`
+  yield* loop(IDENTITIES, 1, renew)
+  yield* loop(IDENTITIES, 1, raw)
+  const baseline = yield* loop(IDENTITIES, SECONDS, raw)
+  const service = yield* loop(IDENTITIES, SECONDS, renew)
+  console.log(`lease renewal, ${IDENTITIES} identities concurrently, ${SECONDS} s each`)
+  console.log(
+    `raw UPDATE (baseline)      ${baseline.rps.toFixed(0).padStart(6)} /s  p50 ${baseline.p50.toFixed(2)} ms  p99 ${baseline.p99.toFixed(2)} ms`,
+  )
+  console.log(
+    `PUT …/lease with mk_       ${service.rps.toFixed(0).padStart(6)} /s  p50 ${service.p50.toFixed(2)} ms  p99 ${service.p99.toFixed(2)} ms`,
+  )
+  console.log(
+    `throughput ratio service/baseline: ${(service.rps / baseline.rps).toFixed(2)} (target >= 0.5); renewal p99 ${service.p99.toFixed(2)} ms`,
+  )
+})
+
+Effect.runPromise(program.pipe(Effect.provide(testStackWithChain()), Effect.scoped, Effect.withTracerEnabled(process.env.TRACER !== "off"))).then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  },
+)
