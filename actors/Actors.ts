@@ -1,6 +1,15 @@
 import { Layer } from "effect"
 import { JournalPublisherLive } from "./JournalPublisher.ts"
 import { LeaseKeeperLive } from "./LeaseKeeper.ts"
+import { OrderFundingLive } from "./OrderFunding.ts"
+import { TxRelayersLive } from "./TxRelayer.ts"
+import { VenueWatchersLive } from "./VenueWatcher.ts"
 
 /** Every actor this runner hosts. Each runner registers all of them; the cluster places them. */
-export const ActorsLive = Layer.mergeAll(JournalPublisherLive, LeaseKeeperLive)
+export const ActorsLive = Layer.mergeAll(
+  JournalPublisherLive,
+  LeaseKeeperLive,
+  OrderFundingLive,
+  VenueWatchersLive,
+  TxRelayersLive,
+)

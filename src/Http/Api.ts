@@ -5,6 +5,7 @@ import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge }
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
 import { MakersApi } from "./MakersApi.ts"
+import { OrdersApi } from "./OrdersApi.ts"
 
 /**
  * The HTTP contract. Errors every route can answer are declared once here; groups add their own.
@@ -18,6 +19,7 @@ export class Api extends HttpApi.make("settlement")
   .add(AccountApi)
   .add(AdminApi)
   .add(MakersApi)
+  .add(OrdersApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -5,6 +5,7 @@ import { Config, Console, Effect, Layer } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
 import { SecureRandom } from "../SecureRandom.ts"
+import { StreamLive } from "../Stream/StreamRoute.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
 import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
@@ -14,6 +15,7 @@ import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
+import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
 
@@ -25,6 +27,7 @@ export const HandlersLive = Layer.mergeAll(
   AccountHandlers,
   AdminHandlers,
   MakersHandlers,
+  OrdersHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
   Layer.provide(CredentialResolverLive),
@@ -56,6 +59,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
       ).pipe(
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+        Layer.provide(StreamLive),
         Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
         Layer.provide(options.api.layer),
         Layer.merge(announce),

@@ -1,0 +1,142 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Address, Amount, OrderId, Timestamp, VenueId } from "../Domain/Primitives.ts"
+import { SignatureHex } from "./AuthApi.ts"
+import {
+  AccessRequired,
+  ChainUnavailable,
+  Forbidden,
+  InvalidRequest,
+  NotFound,
+  SignatureInvalid,
+  SignatureMalformed,
+  SignatureMalleable,
+  StateConflict,
+} from "./Errors.ts"
+import { RequestBody } from "./RequestBody.ts"
+import { Authentication } from "./Security.ts"
+
+export const ClientId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/))
+
+export const SignItem = Schema.Struct({
+  kind: Schema.String,
+  signer: Schema.String,
+  typed_data: Schema.Unknown,
+}).annotations({ identifier: "SignItem" })
+
+const QuoteSetView = Schema.Struct({
+  sequence: Schema.Number,
+  expires_at: Timestamp,
+  quotes: Schema.Unknown,
+  signature: Schema.String,
+  created_at: Timestamp,
+  valid_until: Timestamp,
+  quote_size: Schema.String,
+  identity_generation: Schema.String,
+  active: Schema.Boolean,
+})
+
+const TransactionView = Schema.Struct({
+  kind: Schema.String,
+  chain_id: Schema.Int,
+  hash: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  error: Schema.String,
+  at: Timestamp,
+})
+
+export const Order = Schema.Struct({
+  id: Schema.String,
+  venue: Schema.String,
+  receive_venue: Schema.String,
+  owner_address: Schema.String,
+  state: Schema.String,
+  error: Schema.String,
+  amount: Schema.String,
+  escrow_available: Schema.String,
+  quotable: Schema.String,
+  filled: Schema.String,
+  received: Schema.String,
+  last_sequence: Schema.NullOr(Schema.Number),
+  quote_set: Schema.NullOr(QuoteSetView),
+  margin_move: Schema.NullOr(Schema.Unknown),
+  transactions: Schema.Array(TransactionView),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  client_order_id: Schema.String,
+  quote_identity_id: Schema.String,
+  quote_signer: Schema.String,
+}).annotations({ identifier: "Order" })
+
+export const OrderPreparation = Schema.Struct({ order: Order, to_sign: Schema.Array(SignItem) }).annotations({
+  identifier: "OrderPreparation",
+})
+
+/** Maker orders: prepare (sign items), give signatures (relayed), read, recover. Session only. */
+export class OrdersApi extends HttpApiGroup.make("orders")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/orders")
+      .setPayload(
+        RequestBody("CreateOrderRequest", {
+          client_order_id: ClientId,
+          venue: VenueId,
+          receive_venue: VenueId,
+          owner_address: Address,
+          amount: Amount,
+          quote_identity_id: Schema.UUID,
+        }),
+      )
+      .addSuccess(OrderPreparation)
+      .addError(Forbidden)
+      .addError(AccessRequired)
+      .addError(NotFound)
+      .addError(InvalidRequest)
+      .addError(StateConflict)
+      .addError(ChainUnavailable)
+      .annotate(
+        OpenApi.Description,
+        "Creates the order (state preparing) and answers what the owner signs to fund it: the escrow's FundOrder " +
+          "(this operator, the identity's quote signer) and an EIP-2612 permit. The same client_order_id with the " +
+          "same parameters answers the same order; other parameters answer 409 STATE_CONFLICT.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.post("sign", "/v1/orders/:id/signatures")
+      .setPath(Schema.Struct({ id: OrderId }))
+      .setPayload(RequestBody("OrderSignaturesRequest", { fund_order: SignatureHex, permit: SignatureHex }))
+      .addSuccess(Order)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(StateConflict)
+      .addError(SignatureMalformed)
+      .addError(SignatureMalleable)
+      .addError(SignatureInvalid)
+      .annotate(OpenApi.Description, "The owner's signatures; the service relays `fund` and the order goes funding."),
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/v1/orders")
+      .setUrlParams(Schema.Struct({ client_order_id: ClientId }))
+      .addSuccess(Schema.Struct({ data: Schema.Array(Order) }))
+      .addError(Forbidden),
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/orders/:id")
+      .setPath(Schema.Struct({ id: OrderId }))
+      .addSuccess(Order)
+      .addError(Forbidden)
+      .addError(NotFound),
+  )
+  .add(
+    HttpApiEndpoint.get("preparation", "/v1/orders/:id/preparation")
+      .setPath(Schema.Struct({ id: OrderId }))
+      .addSuccess(OrderPreparation)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(
+        OpenApi.Description,
+        "The order's original signing payloads and its current state; creates nothing. Check state and deadlines " +
+          "before signing a recovered intent.",
+      ),
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Orders") {}

@@ -1,0 +1,183 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { appendJournal } from "./Journal.ts"
+
+/**
+ * Order states:
+ * - `preparing`: created; the owner has the sign items; nothing relayed.
+ * - `funding`: the owner's FundOrder and permit are accepted and the escrow `fund` transaction is
+ *   with the relayer (idempotency key `fund:<order id>`).
+ * - `funded`: the escrow's OrderFunded is indexed at the finalized head.
+ * - `failed`: the fund transaction reverted (see `error`); the owner may prepare a new order.
+ * - `closed`: the order's funds were released by a close.
+ */
+export type OrderState = "preparing" | "funding" | "funded" | "failed" | "closed"
+
+export interface OrderRow {
+  readonly id: string
+  readonly master: string
+  readonly venue: string
+  readonly receive_venue: string
+  readonly owner_address: string
+  readonly state: OrderState
+  readonly amount: string
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly client_order_id: string
+  readonly quote_identity_id: string
+  readonly quote_signer: string
+  readonly fund_deadline: string
+  readonly to_sign: ReadonlyArray<unknown>
+  readonly signatures: Record<string, string> | null
+  readonly error: string
+  /** From the escrow index (final head); "0" before funding. */
+  readonly escrow_available: string
+}
+
+const select = `
+  select o.id, o.master, o.venue, o.receive_venue, o.owner_address, o.state, o.amount::text, o.created_at,
+         o.updated_at, o.client_order_id, o.quote_identity_id, o.quote_signer, o.fund_deadline::text, o.to_sign,
+         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available
+  from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id`
+
+export const findOrder = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<OrderRow>`${sql.unsafe(select)} where o.id = ${id.toLowerCase()}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+export const findOrderByClientId = (master: string, clientOrderId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<OrderRow>`${sql.unsafe(select)} where o.master = ${master} and o.client_order_id = ${clientOrderId}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+export interface NewOrder {
+  readonly id: string
+  readonly master: string
+  readonly clientOrderId: string
+  readonly venue: string
+  readonly receiveVenue: string
+  readonly owner: string
+  readonly amount: bigint
+  readonly identityId: string
+  readonly quoteSigner: string
+  readonly fundDeadline: bigint
+  readonly toSign: ReadonlyArray<unknown>
+  readonly nowMs: number
+}
+
+/**
+ * Inserts the order unless the client id is taken; the linked account row is share-locked so an
+ * unlink cannot slip in between (see unlinkIfUnused). Returns whether it was created.
+ */
+export const insertOrder = (o: NewOrder) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const linked = yield* sql`
+          select 1 from linked_accounts where master = ${o.master} and venue = ${o.venue} and address = ${o.owner}
+          for share`
+        if (linked.length === 0) return "not-linked" as const
+        const now = new Date(o.nowMs)
+        const inserted = yield* sql`
+          insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at, updated_at,
+            client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign)
+          values (${o.id}, ${o.master}, ${o.venue}, ${o.receiveVenue}, ${o.owner}, 'preparing', ${o.amount.toString()},
+            ${now}, ${now}, ${o.clientOrderId}, ${o.identityId}, ${o.quoteSigner}, ${o.fundDeadline.toString()},
+            ${JSON.stringify(o.toSign)}::jsonb)
+          on conflict (master, client_order_id) do nothing
+          returning id`
+        if (inserted.length === 0) return "exists" as const
+        yield* appendJournal({
+          kind: "order.created",
+          master: o.master,
+          payload: { order_id: o.id, identity_id: o.identityId, venue: o.venue, amount: o.amount.toString() },
+        })
+        return "created" as const
+      }),
+    ),
+  )
+
+/** Records the owner's signatures and moves the order to `funding` (once). */
+export const markFunding = (id: string, signatures: Record<string, string>, nowMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ master: string; quote_identity_id: string }>`
+          update orders set state = 'funding', signatures = ${JSON.stringify(signatures)}::jsonb,
+            updated_at = ${new Date(nowMs)}
+          where id = ${id} and state = 'preparing'
+          returning master, quote_identity_id`
+        const row = rows[0]
+        if (row) {
+          yield* appendJournal({
+            kind: "order.funding",
+            master: row.master,
+            payload: { order_id: id, identity_id: row.quote_identity_id },
+          })
+        }
+        return row !== undefined
+      }),
+    ),
+  )
+
+/**
+ * Settles `funding` orders from chain facts: funded once the escrow index (finalized) holds the
+ * order, failed when the fund transaction reverted. Each transition is journaled once.
+ */
+export const settleFundingOrders = (nowMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const now = new Date(nowMs)
+        const funded = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
+          update orders o set state = 'funded', updated_at = ${now}
+          from escrow_orders e
+          where o.state = 'funding' and e.venue = o.venue and e.order_id = o.id
+          returning o.id, o.master, o.quote_identity_id`
+        const failed = yield* sql<{ id: string; master: string; quote_identity_id: string; error: string }>`
+          update orders o set state = 'failed', updated_at = ${now},
+            error = coalesce(nullif(r.revert_reason, ''), nullif(r.error, ''), 'the fund transaction failed')
+          from relayer_requests r
+          where o.state = 'funding' and r.idempotency_key = 'fund:' || o.id and r.status in ('reverted')
+          returning o.id, o.master, o.quote_identity_id, o.error`
+        for (const o of funded) {
+          yield* appendJournal({
+            kind: "order.funded",
+            master: o.master,
+            payload: { order_id: o.id, identity_id: o.quote_identity_id },
+          })
+        }
+        for (const o of failed) {
+          yield* appendJournal({
+            kind: "order.failed",
+            master: o.master,
+            payload: { order_id: o.id, identity_id: o.quote_identity_id, error: o.error },
+          })
+        }
+        return funded.length + failed.length
+      }),
+    ),
+  )
+
+export interface OrderTransaction {
+  readonly kind: string
+  readonly chain_id: number
+  readonly hash: string | null
+  readonly status: string
+  readonly error: string
+  readonly at: Date
+}
+
+/** The order's relayed transactions (funding so far), from the relayer's records. */
+export const orderTransactions = (id: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<OrderTransaction>`
+      select function_name as kind, chain_id::int as chain_id, tx_hash as hash, status,
+             coalesce(nullif(revert_reason, ''), error) as error, updated_at as at
+      from relayer_requests where idempotency_key in (${`fund:${id}`}) order by id`,
+  )
