@@ -21,6 +21,7 @@ type Kind = "public" | "session" | "admin" | "lease" | "identity"
 const someone = privateKeyToAccount(generatePrivateKey()).address
 const ID = ":identity"
 const anyUuid = "7d4f2a3e-1b2c-4d5e-8f90-123456789abc"
+const anyOrder = `0x${"ab".repeat(32)}`
 
 const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /health": { kind: "public" },
@@ -49,6 +50,25 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /v1/credentials": { kind: "session" },
   "POST /v1/credentials/:id/rotate": { kind: "session", path: `/v1/credentials/${anyUuid}/rotate` },
   "DELETE /v1/credentials/:id": { kind: "session", path: `/v1/credentials/${anyUuid}` },
+  "POST /v1/orders": {
+    kind: "session",
+    body: {
+      client_order_id: "matrix-1",
+      venue: "hyperliquid",
+      receive_venue: "aster",
+      owner_address: someone,
+      amount: "1000000",
+      quote_identity_id: anyUuid,
+    },
+  },
+  "POST /v1/orders/:id/signatures": {
+    kind: "session",
+    path: `/v1/orders/${anyOrder}/signatures`,
+    body: { fund_order: `0x${"11".repeat(65)}`, permit: `0x${"11".repeat(65)}` },
+  },
+  "GET /v1/orders": { kind: "session", path: "/v1/orders?client_order_id=matrix-1" },
+  "GET /v1/orders/:id": { kind: "session", path: `/v1/orders/${anyOrder}` },
+  "GET /v1/orders/:id/preparation": { kind: "session", path: `/v1/orders/${anyOrder}/preparation` },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
