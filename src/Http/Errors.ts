@@ -42,6 +42,8 @@ export const StateConflict = define(
   "A client id reused with other parameters, or a state clash.",
 )
 export const AccountInUse = define("ACCOUNT_IN_USE", 409, "An open order, nonfinal fill or pending withdrawal uses it.")
+export const LeaseExpired = define("LEASE_EXPIRED", 409, "The quote identity's lease is not live at this generation.")
+export const QuoteStale = define("QUOTE_STALE", 409, "The quote set's sequence does not exceed the last one.")
 export const ChallengeUsed = define("CHALLENGE_USED", 409, "The challenge nonce was already used.")
 export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
 export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
@@ -56,6 +58,7 @@ export const SiweNonceMismatch = define("SIWE_NONCE_MISMATCH", 422, "The message
 export const SignatureMalformed = define("SIGNATURE_MALFORMED", 422, "Not a 65-byte r||s||v signature (v 0/1/27/28).")
 export const SignatureMalleable = define("SIGNATURE_MALLEABLE", 422, "High-s signature (EIP-2): sign again.")
 export const SignatureInvalid = define("SIGNATURE_INVALID", 422, "The signature is not by the required signer.")
+export const InsufficientBalance = define("INSUFFICIENT_BALANCE", 422, "The amount exceeds what is available.")
 export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
 export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
 export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.")
@@ -70,6 +73,8 @@ export const ALL_ERRORS = [
   MethodNotAllowed,
   StateConflict,
   AccountInUse,
+  LeaseExpired,
+  QuoteStale,
   ChallengeUsed,
   PayloadTooLarge,
   ChallengeUnknown,
@@ -84,6 +89,7 @@ export const ALL_ERRORS = [
   SignatureMalformed,
   SignatureMalleable,
   SignatureInvalid,
+  InsufficientBalance,
   RateLimited,
   Internal,
   ChainUnavailable,

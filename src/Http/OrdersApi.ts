@@ -6,8 +6,11 @@ import {
   AccessRequired,
   ChainUnavailable,
   Forbidden,
+  InsufficientBalance,
   InvalidRequest,
+  LeaseExpired,
   NotFound,
+  QuoteStale,
   SignatureInvalid,
   SignatureMalformed,
   SignatureMalleable,
@@ -137,6 +140,54 @@ export class OrdersApi extends HttpApiGroup.make("orders")
         "The order's original signing payloads and its current state; creates nothing. Check state and deadlines " +
           "before signing a recovered intent.",
       ),
+  )
+  .add(
+    HttpApiEndpoint.put("publishQuotes", "/v1/orders/:id/quotes")
+      .setPath(Schema.Struct({ id: OrderId }))
+      .setPayload(
+        RequestBody("QuoteSetRequest", {
+          sequence: Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER)),
+          valid_until: Schema.Int.pipe(Schema.positive()),
+          quote_size: Amount,
+          identity_generation: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)),
+          quotes: Schema.Array(
+            Schema.Struct({
+              venue: VenueId,
+              chain_id: Schema.Int.pipe(Schema.positive()),
+              token: Address,
+              recipient: Address,
+              supply: Amount,
+              receive: Amount,
+              min_fill: Amount,
+            }),
+          ).pipe(Schema.minItems(1), Schema.maxItems(8)),
+          signature: SignatureHex,
+        }),
+      )
+      .addSuccess(Order)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(InvalidRequest)
+      .addError(LeaseExpired)
+      .addError(QuoteStale)
+      .addError(InsufficientBalance)
+      .addError(SignatureMalformed)
+      .addError(SignatureMalleable)
+      .addError(SignatureInvalid)
+      .annotate(
+        OpenApi.Description,
+        "Publishes a quote set signed by the order's quote signer over the escrow-domain QuoteSet. Sequence strictly " +
+          "increasing, valid_until within quote_validity_seconds_max, generation current and lease live; it " +
+          "supersedes the order's previous set. Session, or a quote credential bound to the order's identity.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.del("cancelQuotes", "/v1/orders/:id/quotes")
+      .setPath(Schema.Struct({ id: OrderId }))
+      .addSuccess(Order)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(OpenApi.Description, "Deactivates the order's quote set."),
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Orders") {}

@@ -17,7 +17,7 @@ const Live = testStackWithChain({ admins: [admin.address] })
  * admin session; lease: a session or a `quote` credential bound to the identity; identity: a
  * session or any credential, each seeing only what it may see.
  */
-type Kind = "public" | "session" | "admin" | "lease" | "identity"
+type Kind = "public" | "session" | "admin" | "lease" | "identity" | "quoting"
 const someone = privateKeyToAccount(generatePrivateKey()).address
 const ID = ":identity"
 const anyUuid = "7d4f2a3e-1b2c-4d5e-8f90-123456789abc"
@@ -30,6 +30,8 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /v1/venues": { kind: "public" },
   "GET /v1/openapi.json": { kind: "public" },
   "GET /v1/docs": { kind: "public" },
+  // A plain GET (no Upgrade) answers 426 UPGRADE_REQUIRED; the WebSocket authenticates in its first frame.
+  "GET /v1/stream": { kind: "public" },
   "POST /v1/auth/challenge": { kind: "public", body: { address: someone } },
   "POST /v1/auth/verify": { kind: "public", body: { nonce: "a".repeat(32), signature: `0x${"11".repeat(65)}` } },
   "POST /v1/auth/logout": { kind: "session" },
@@ -69,6 +71,31 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /v1/orders": { kind: "session", path: "/v1/orders?client_order_id=matrix-1" },
   "GET /v1/orders/:id": { kind: "session", path: `/v1/orders/${anyOrder}` },
   "GET /v1/orders/:id/preparation": { kind: "session", path: `/v1/orders/${anyOrder}/preparation` },
+  // Quoting routes also take a quote credential bound to the order's identity: for an unknown order
+  // every principal gets 404, never an auth refusal.
+  "PUT /v1/orders/:id/quotes": {
+    kind: "quoting",
+    path: `/v1/orders/${anyOrder}/quotes`,
+    body: {
+      sequence: 1,
+      valid_until: 4102444800,
+      quote_size: "1",
+      identity_generation: "1",
+      quotes: [
+        {
+          venue: "aster",
+          chain_id: 42161,
+          token: someone,
+          recipient: someone,
+          supply: "1",
+          receive: "1",
+          min_fill: "1",
+        },
+      ],
+      signature: `0x${"11".repeat(65)}`,
+    },
+  },
+  "DELETE /v1/orders/:id/quotes": { kind: "quoting", path: `/v1/orders/${anyOrder}/quotes` },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
@@ -135,6 +162,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("auth matrix"
           expect(asAdmin.status).toBe(200)
           is(quote, 403, "FORBIDDEN", "quote credential")
           is(read, 403, "FORBIDDEN", "read credential")
+        } else if (spec.kind === "quoting") {
+          for (const [what, res] of Object.entries({ session, admin: asAdmin, quote, read })) {
+            is(res, 404, "NOT_FOUND", what)
+          }
         } else if (spec.kind === "lease") {
           // Another master's session cannot see the identity; its own credential renews it.
           is(session, 404, "NOT_FOUND", "session of another master")

@@ -4,10 +4,11 @@ import { Effect, Layer } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
+import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
@@ -156,6 +157,134 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("orders", (it
       const journal = yield* sql<{ kind: string }>`
         select kind from journal where payload->>'order_id' = ${prepared.order.id} order by id`
       expect(journal.map((j) => j.kind)).toEqual(["order.created", "order.funding"])
+    }),
+  )
+
+  it.effect("quote sets: signed by the quote signer, sequence increasing, generation current, within quotable", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { hl, aster } = yield* Chains
+      const sql = yield* SqlClient.SqlClient
+      const owner = privateKeyToAccount(ANVIL_PRIVATE_KEYS[2] as Hex)
+      const token = yield* signIn(base, owner)
+      const auth = bearer(token)
+      yield* post(`${base}/v1/accounts`, { venue: "hyperliquid", address: owner.address }, auth)
+      const signer = privateKeyToAccount(generatePrivateKey())
+      const identity = yield* registerIdentity(base, token, signer)
+      const credential = yield* issueCredential(base, token, identity.id, ["quote"])
+      const prepared = (yield* post(
+        `${base}/v1/orders`,
+        {
+          client_order_id: "quotes-1",
+          venue: "hyperliquid",
+          receive_venue: "aster",
+          owner_address: owner.address,
+          amount: "3000000",
+          quote_identity_id: identity.id,
+        },
+        auth,
+      )).json as Prepared
+      const orderId = prepared.order.id as Hex
+      // The escrow index (tested with the chain layer) shows the order funded with 3 USDC.
+      yield* sql`insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked,
+          created_block, block_number, block_hash)
+        values ('hyperliquid', ${orderId}, ${owner.address.toLowerCase()}, ${hl.deployment.operator.toLowerCase()},
+          ${signer.address.toLowerCase()}, 3000000, 0, 1, 1, ${`0x${"00".repeat(32)}`})`
+      const lease = (yield* renew(base, credential.token, identity.id, 60)).json as { generation: string }
+      const quote = {
+        venue: "aster",
+        chain_id: 42161,
+        token: aster.token,
+        recipient: owner.address,
+        supply: "1000000",
+        receive: "1000100",
+        min_fill: "100000",
+      }
+      const body = (sequence: number, generation: string, over: Record<string, unknown> = {}, by = signer) =>
+        Effect.gen(function* () {
+          const validUntil = Math.floor(Date.now() / 1000) + 120
+          const fields = {
+            sequence,
+            valid_until: validUntil,
+            quote_size: "2000000",
+            identity_generation: generation,
+            quotes: [quote],
+            ...over,
+          }
+          const f = fields as typeof fields & { quotes: Array<typeof quote> }
+          const signature = yield* Effect.promise(() =>
+            by.signTypedData(
+              quoteSetTypedData(999, hl.escrow, {
+                orderId,
+                sequence: BigInt(f.sequence),
+                generation: BigInt(f.identity_generation),
+                quoteSize: BigInt(f.quote_size),
+                validUntil: BigInt(f.valid_until),
+                quotes: f.quotes.map((q) => ({
+                  chainId: BigInt(q.chain_id),
+                  token: q.token as Hex,
+                  recipient: q.recipient as Hex,
+                  supply: BigInt(q.supply),
+                  receive: BigInt(q.receive),
+                  minFill: BigInt(q.min_fill),
+                })),
+              }),
+            ),
+          )
+          return { ...fields, signature }
+        })
+      const put = (b: unknown, who = credential.token) =>
+        rawRequest(`${base}/v1/orders/${orderId}/quotes`, {
+          method: "PUT",
+          headers: { ...bearer(who), "content-type": "application/json" },
+          body: JSON.stringify(b),
+        })
+      const ok = yield* put(yield* body(1, lease.generation))
+      expect(ok.status).toBe(200)
+      expect(ok.json).toMatchObject({
+        last_sequence: 1,
+        quote_set: { sequence: 1, active: true, quote_size: "2000000" },
+      })
+      const stale = yield* put(yield* body(1, lease.generation))
+      expect([stale.status, code(stale)]).toEqual([409, "QUOTE_STALE"])
+      const forged = yield* put(yield* body(2, lease.generation, {}, privateKeyToAccount(generatePrivateKey())))
+      expect([forged.status, code(forged)]).toEqual([422, "SIGNATURE_INVALID"])
+      const tooBig = yield* put(yield* body(2, lease.generation, { quote_size: "3000001" }))
+      expect([tooBig.status, code(tooBig)]).toEqual([422, "INSUFFICIENT_BALANCE"])
+      const tooLong = yield* put(
+        yield* body(2, lease.generation, { valid_until: Math.floor(Date.now() / 1000) + 3600 }),
+      )
+      expect([tooLong.status, code(tooLong)]).toEqual([400, "INVALID_REQUEST"])
+      const badQuote = yield* put(yield* body(2, lease.generation, { quotes: [{ ...quote, chain_id: 1 }] }))
+      expect([badQuote.status, code(badQuote)]).toEqual([400, "INVALID_REQUEST"])
+      // The lease lapses: a set for the old generation is refused, now and after renewal.
+      yield* sql`update quote_identities set lease_expires_at = now() - interval '1 second' where id = ${identity.id}`
+      const expired = yield* put(yield* body(2, lease.generation))
+      expect([expired.status, code(expired)]).toEqual([409, "LEASE_EXPIRED"])
+      const renewed = (yield* renew(base, credential.token, identity.id, 60)).json as { generation: string }
+      expect(renewed.generation).not.toBe(lease.generation)
+      const oldGen = yield* put(yield* body(2, lease.generation))
+      expect([oldGen.status, code(oldGen)]).toEqual([409, "LEASE_EXPIRED"])
+      const sets = () => sql<{ sequence: string; active: boolean }>`
+        select sequence::text, active from quote_sets where order_id = ${orderId} order by sequence`
+      expect(yield* sets()).toEqual([{ sequence: "1", active: false }])
+      const fresh2 = yield* put(yield* body(2, renewed.generation))
+      expect(fresh2.status).toBe(200)
+      expect(yield* sets()).toEqual([
+        { sequence: "1", active: false },
+        { sequence: "2", active: true },
+      ])
+      // Another identity's credential cannot touch this order.
+      const other = yield* registerIdentity(base, token, privateKeyToAccount(generatePrivateKey()))
+      const otherCred = yield* issueCredential(base, token, other.id, ["quote"])
+      const foreign = yield* put(yield* body(3, renewed.generation), otherCred.token)
+      expect([foreign.status, code(foreign)]).toEqual([404, "NOT_FOUND"])
+      const cancelled = yield* rawRequest(`${base}/v1/orders/${orderId}/quotes`, {
+        method: "DELETE",
+        headers: bearer(credential.token),
+      })
+      expect(cancelled.status).toBe(200)
+      expect((cancelled.json as { quote_set: { active: boolean } }).quote_set.active).toBe(false)
     }),
   )
 })
