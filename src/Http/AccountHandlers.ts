@@ -15,6 +15,7 @@ import {
   unlinkIfUnused,
 } from "../Store/LinkedAccounts.ts"
 import { revokeSession } from "../Store/Sessions.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import {
   AccountInUse,
@@ -51,6 +52,7 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
       .handle("me", () =>
         Effect.gen(function* () {
           const session = yield* requireSession
+          yield* snapshotCursor
           const account = yield* findAccount(session.master).pipe(Effect.orDie)
           if (Option.isNone(account) || account.value.quote_identity_id === null) {
             return yield* Effect.dieMessage("a signed-in master has no account row")

@@ -14,6 +14,7 @@ import {
   renewLease,
   revokeCredentialAndIdentity,
 } from "../Store/QuoteIdentities.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import { apiError, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
 import { requireScope, requireSession } from "./Guards.ts"
@@ -135,6 +136,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
       .handle("listCredentials", () =>
         Effect.gen(function* () {
           const session = yield* requireSession
+          yield* snapshotCursor
           const rows = yield* listCredentials(session.master).pipe(Effect.orDie)
           return { data: rows.map(toCredential) }
         }),

@@ -1,0 +1,60 @@
+import type { Principal } from "../Domain/Principal.ts"
+import type { JournalEvent } from "./JournalReader.ts"
+import type { Channel, Pair } from "./StreamProtocol.ts"
+
+/**
+ * Who may see which journal row. The rules depend only on the row's `master`, `kind` and two payload
+ * fields, so a new event kind needs no change here:
+ *
+ * 1. `master` null and `kind` starting with `trade.`: public, channel `trades`. With `pairs`, only
+ *    trades whose `data.from`/`data.to` venues match a pair in either direction.
+ * 2. `master` null, any other kind: operator-internal, never streamed.
+ * 3. `master` set: private to that master, channel `account`:
+ *    - a session of the master sees every such row;
+ *    - a maker credential (scope `read`) sees only rows whose `data.identity_id` equals the quote
+ *      identity it is bound to. Maker-facing payloads must therefore carry `identity_id`.
+ */
+export const PUBLIC_KIND_PREFIX = "trade."
+
+export interface Audience {
+  /** The `trades` channel, optionally restricted to venue pairs. */
+  readonly trades: boolean
+  readonly pairs: ReadonlyArray<Pair> | undefined
+  /** The `account` channel: the master, and for a credential its quote identity. */
+  readonly account: { readonly master: string; readonly identityId: string | null } | undefined
+}
+
+/** May this principal read private events at all (spec Events: a session or a `read` credential)? */
+export const mayReadPrivate = (principal: Principal): boolean =>
+  principal._tag === "Session" || principal.scopes.includes("read")
+
+export const audienceOf = (
+  channels: ReadonlyArray<Channel>,
+  pairs: ReadonlyArray<Pair> | undefined,
+  principal: Principal | undefined,
+): Audience => ({
+  trades: channels.includes("trades"),
+  pairs,
+  account:
+    channels.includes("account") && principal !== undefined
+      ? {
+          master: principal.master.toLowerCase(),
+          identityId: principal._tag === "Credential" ? principal.quoteIdentityId : null,
+        }
+      : undefined,
+})
+
+const pairMatches = (pairs: ReadonlyArray<Pair>, from: string | null, to: string | null) =>
+  from !== null && to !== null && pairs.some((p) => (p.a === from && p.b === to) || (p.a === to && p.b === from))
+
+export const visibleTo =
+  (audience: Audience) =>
+  (event: JournalEvent): boolean => {
+    if (event.master === null) {
+      if (!audience.trades || !event.kind.startsWith(PUBLIC_KIND_PREFIX)) return false
+      return audience.pairs === undefined || pairMatches(audience.pairs, event.from, event.to)
+    }
+    const account = audience.account
+    if (account === undefined || event.master !== account.master) return false
+    return account.identityId === null || event.identityId === account.identityId
+  }

@@ -1,0 +1,66 @@
+import type { Duplex } from "node:stream"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option } from "effect"
+import { AppConfig } from "../Config.ts"
+import { CredentialResolverLive } from "../Http/CredentialResolverLive.ts"
+import { envelopeResponse } from "../Http/Envelope.ts"
+import { authenticateHeader, CredentialResolver } from "../Http/Security.ts"
+import { StreamConnections } from "./Connections.ts"
+import { JournalTail } from "./JournalTail.ts"
+import { refuseSession, type SessionEnv, streamSession } from "./StreamSession.ts"
+
+export const STREAM_PATH = "/v1/stream"
+
+/**
+ * `GET /v1/stream`: the WebSocket of live events (spec Events, DESIGN §9), served by the platform's
+ * built-in upgrade on the same router, middleware and request id as every other route. A request
+ * without `Upgrade: websocket` answers 426 UPGRADE_REQUIRED in the error envelope. A connection
+ * slot is taken before the upgrade; beyond 256 open connections the socket is upgraded only to
+ * receive `too_many_connections` and be closed.
+ */
+const streamRoute = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const resolver = yield* CredentialResolver
+    const tail = yield* JournalTail
+    const sql = yield* SqlClient.SqlClient
+    const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
+    const env: SessionEnv = {
+      tail,
+      // The subscription token authenticates exactly as `Authorization: Bearer <token>` would.
+      authenticate: (token) => authenticateHeader(`Bearer ${token}`, admins, resolver),
+      venues: new Set(deployment.venues.map((v) => v.id)),
+    }
+    yield* router.get(
+      STREAM_PATH,
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const upgradeRequested = request.headers.upgrade?.toLowerCase() === "websocket"
+        const socket = upgradeRequested ? yield* Effect.option(request.upgrade) : Option.none()
+        if (Option.isNone(socket)) {
+          return yield* envelopeResponse(
+            426,
+            "UPGRADE_REQUIRED",
+            `${STREAM_PATH} is a WebSocket: connect with Upgrade: websocket and send a subscription frame`,
+            { headers: { upgrade: "websocket" } },
+          )
+        }
+        const netSocket: Duplex = NodeHttpServerRequest.toIncomingMessage(request).socket
+        if (!(yield* StreamConnections.tryAcquire)) {
+          yield* refuseSession(socket.value, netSocket)
+          return HttpServerResponse.empty()
+        }
+        yield* streamSession(socket.value, netSocket, env).pipe(
+          Effect.ensuring(StreamConnections.release),
+          Effect.provideService(SqlClient.SqlClient, sql),
+        )
+        return HttpServerResponse.empty()
+      }),
+    )
+  }),
+)
+
+/** The stream route with its process-wide journal tail; add it to the HTTP server like the OpenAPI route. */
+export const StreamLive = streamRoute.pipe(Layer.provide(JournalTail.Live), Layer.provide(CredentialResolverLive))

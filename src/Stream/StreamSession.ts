@@ -1,0 +1,394 @@
+import type { Duplex } from "node:stream"
+import type { Socket } from "@effect/platform"
+import type { SqlClient } from "@effect/sql"
+import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
+import { WebSocket } from "ws"
+import type { Principal } from "../Domain/Principal.ts"
+import { StreamConnections } from "./Connections.ts"
+import { type Audience, audienceOf, mayReadPrivate, visibleTo } from "./EventFilter.ts"
+import { journalHead, oldestRetainedCursor } from "./JournalReader.ts"
+import type { JournalTailService } from "./JournalTail.ts"
+import {
+  type Channel,
+  CONTROL_CODES,
+  type ControlCode,
+  controlFrame,
+  describeParseError,
+  eventPageFrame,
+  STREAM_LIMITS,
+  StreamSubscription,
+} from "./StreamProtocol.ts"
+
+/** Why the server ends a stream: sent as a StreamControl frame, then the socket closes. */
+export interface Close {
+  readonly code: ControlCode
+  readonly message: string
+}
+
+export interface SessionEnv {
+  readonly tail: JournalTailService
+  /** Resolves a subscription token to a principal (a session or a credential), as a bearer would. */
+  readonly authenticate: (
+    token: string,
+  ) => Effect.Effect<Principal, { readonly error: { readonly message: string } }, SqlClient.SqlClient>
+  /** Venue ids of the deployment (pair filter validation). */
+  readonly venues: ReadonlySet<string>
+}
+
+const close = (code: ControlCode, message: string): Close => ({ code, message })
+
+/**
+ * The `ws` WebSocket behind an upgraded socket. @effect/platform-node upgrades with its own
+ * WebSocketServer and hands out only the Socket abstraction; `ws` marks the network socket with its
+ * WebSocket under a symbol described "websocket". The raw object gives the backlog
+ * (`bufferedAmount`), the inbound size limit and a close that still works while the platform's
+ * reader is being torn down.
+ */
+const rawWebSocketOf = (netSocket: Duplex): WebSocket | undefined => {
+  const key = Object.getOwnPropertySymbols(netSocket).find((s) => s.description === "websocket")
+  const ws = key === undefined ? undefined : (netSocket as unknown as Record<symbol, unknown>)[key]
+  return ws instanceof WebSocket ? ws : undefined
+}
+
+interface ReceiverInternals {
+  _maxPayload?: number
+  prependListener?: (event: string, listener: (error: { code?: string }) => void) => void
+}
+
+/**
+ * Lowers ws's inbound message limit (the platform's server keeps ws's 100 MiB default) so that an
+ * oversized message is refused while its header is parsed, before it is buffered. ws then closes
+ * with 1009; `onTooLarge` runs first, so the control frame goes out before the close frame. Returns
+ * false when the receiver is not reachable (the length is still checked on every message).
+ */
+const limitInbound = (ws: WebSocket, onTooLarge: () => void): boolean => {
+  const receiver = (ws as unknown as { _receiver?: ReceiverInternals })._receiver
+  if (receiver === undefined || typeof receiver._maxPayload !== "number" || !receiver.prependListener) return false
+  receiver._maxPayload = STREAM_LIMITS.maxInboundBytes
+  receiver.prependListener("error", (error) => {
+    if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") onTooLarge()
+  })
+  return true
+}
+
+/** Runs the platform's reader and yields the raw WebSocket once the upgrade completed. */
+const openSocket = (socket: Socket.Socket, netSocket: Duplex, onMessage: (data: string | Uint8Array) => void) =>
+  Effect.gen(function* () {
+    const opened = yield* Deferred.make<WebSocket>()
+    const reader = yield* socket
+      .runRaw(onMessage, {
+        onOpen: Effect.suspend(() => {
+          const ws = rawWebSocketOf(netSocket)
+          return ws === undefined
+            ? Effect.dieMessage("the upgraded socket carries no ws WebSocket (ws internals changed?)")
+            : Deferred.succeed(opened, ws)
+        }),
+      })
+      .pipe(Effect.forkScoped)
+    const ws = yield* Deferred.await(opened).pipe(
+      Effect.raceFirst(Fiber.await(reader).pipe(Effect.zipRight(Effect.fail("closed before open" as const)))),
+      Effect.option,
+    )
+    return { ws, reader }
+  })
+
+/** The 257th connection: upgrade, say why, close. */
+export const refuseSession = (socket: Socket.Socket, netSocket: Duplex) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const { ws } = yield* openSocket(socket, netSocket, () => {})
+      if (Option.isNone(ws)) return
+      const limit = STREAM_LIMITS.maxConnections
+      ws.value.send(controlFrame("too_many_connections", `${limit} stream connections are open; retry later`))
+      ws.value.close(CONTROL_CODES.too_many_connections, "too_many_connections")
+    }),
+  )
+
+/**
+ * Waits until the page just written has left the process (the socket's backlog is back under the
+ * low-water mark): true when written, false when it stayed blocked for the blocked-send timeout.
+ * Pages are read only after the previous one is written, so a subscriber never holds more than one
+ * page plus the low-water mark, however slowly its client reads.
+ */
+const awaitWritten = (ws: WebSocket, netSocket: Duplex) =>
+  Effect.suspend(() => {
+    const queued = ws.bufferedAmount
+    StreamConnections.recordQueued(queued)
+    if (queued <= STREAM_LIMITS.lowWaterBytes) return Effect.succeed(true)
+    const drained = Effect.async<void>((resume) => {
+      const onDrain = () => resume(Effect.void)
+      netSocket.once("drain", onDrain)
+      return Effect.sync(() => netSocket.off("drain", onDrain))
+    })
+    const written = Effect.suspend(() =>
+      ws.readyState !== WebSocket.OPEN || ws.bufferedAmount <= STREAM_LIMITS.lowWaterBytes
+        ? Effect.succeed(true)
+        : Effect.race(drained, Effect.sleep("20 millis")).pipe(Effect.as(false)),
+    )
+    return written.pipe(
+      Effect.repeat({ until: (ok) => ok }),
+      Effect.timeoutOption(STREAM_LIMITS.blockedSendTimeout),
+      Effect.map(Option.isSome),
+    )
+  })
+
+interface Subscribed {
+  readonly audience: Audience
+  readonly start: bigint
+  readonly token: string | undefined
+}
+
+const parseSubscription = (text: string, env: SessionEnv) =>
+  Effect.gen(function* () {
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      return yield* Effect.fail(close("protocol_error", "the subscription is not valid JSON"))
+    }
+    const decoded = Schema.decodeUnknownEither(StreamSubscription)(json)
+    if (Either.isLeft(decoded)) {
+      return yield* Effect.fail(close("protocol_error", `invalid subscription: ${describeParseError(decoded.left)}`))
+    }
+    const sub = decoded.right
+    for (const pair of sub.pairs ?? []) {
+      for (const venue of [pair.a, pair.b]) {
+        if (!env.venues.has(venue)) {
+          return yield* Effect.fail(close("protocol_error", `unknown venue ${venue} in pairs; see GET /v1/venues`))
+        }
+      }
+    }
+    if (sub.pairs !== undefined && sub.channels !== undefined && !sub.channels.includes("trades")) {
+      return yield* Effect.fail(close("protocol_error", "pairs filter the trades channel, which is not subscribed"))
+    }
+    let principal: Principal | undefined
+    if (sub.token !== undefined) {
+      const resolved = yield* env.authenticate(sub.token).pipe(Effect.either)
+      if (Either.isLeft(resolved)) return yield* Effect.fail(close("unauthorized", resolved.left.error.message))
+      principal = resolved.right
+    }
+    const channels: ReadonlyArray<Channel> =
+      sub.channels ?? (principal !== undefined && mayReadPrivate(principal) ? ["trades", "account"] : ["trades"])
+    if (channels.includes("account")) {
+      if (principal === undefined) {
+        return yield* Effect.fail(
+          close("unauthorized", "the account channel needs a token: a session or a credential with the read scope"),
+        )
+      }
+      if (!mayReadPrivate(principal)) {
+        return yield* Effect.fail(close("forbidden", "this credential lacks the read scope the account channel needs"))
+      }
+    }
+    const head = yield* journalHead.pipe(Effect.orDie)
+    let start = head
+    if (sub.cursor !== undefined) {
+      const cursor = BigInt(sub.cursor)
+      if (cursor > head) {
+        return yield* Effect.fail(
+          close("cursor_expired", `cursor ${cursor} is ahead of the journal (head ${head}); take a new snapshot`),
+        )
+      }
+      const oldest = yield* oldestRetainedCursor.pipe(Effect.orDie)
+      if (oldest !== null && cursor < oldest - 1n) {
+        return yield* Effect.fail(
+          close(
+            "cursor_expired",
+            `events after cursor ${cursor} are no longer retained (oldest ${oldest}); take a new snapshot and resume from its x-event-cursor`,
+          ),
+        )
+      }
+      start = cursor
+    }
+    return { audience: audienceOf(channels, sub.pairs, principal), start, token: sub.token } satisfies Subscribed
+  })
+
+/**
+ * Re-authenticates the token every 500 ms (spec Events 2) and ends the stream with `auth_revoked`
+ * once it no longer resolves (revoked, rotated, expired). A failing database is not a revocation:
+ * after ten failed checks in a row (about 5 s) the stream ends with `internal` instead.
+ */
+const recheckAuth = (token: string, env: SessionEnv) =>
+  Effect.gen(function* () {
+    let failures = 0
+    while (true) {
+      yield* Effect.sleep(STREAM_LIMITS.authRecheckInterval)
+      const result = yield* env.authenticate(token).pipe(
+        Effect.either,
+        Effect.map(Option.some),
+        Effect.catchAllDefect(() => Effect.succeedNone),
+      )
+      if (Option.isNone(result)) {
+        if (++failures >= 10) return close("internal", "the token could not be rechecked; reconnect and resume")
+        continue
+      }
+      failures = 0
+      if (Either.isLeft(result.value)) return close("auth_revoked", result.value.left.error.message)
+    }
+  })
+
+/**
+ * Sends pages from `start` on: the rows after the last cursor (from the shared tail or the journal),
+ * filtered for this subscriber; `next_cursor` moves past filtered-out rows too, so resuming from it
+ * never re-scans them. A page with events goes out at once, an empty one when nothing was sent for
+ * 500 ms. The next page is read only after the previous one was written.
+ */
+const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: SessionEnv) =>
+  Effect.gen(function* () {
+    const visible = visibleTo(subscribed.audience)
+    const idleMs = Duration.toMillis(STREAM_LIMITS.idlePageInterval)
+    let last = subscribed.start
+    let lastSentAt = 0
+    const send = (events: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        if (ws.readyState !== WebSocket.OPEN) return Option.none<Close>()
+        ws.send(eventPageFrame(events, last))
+        lastSentAt = yield* Clock.currentTimeMillis
+        const written = yield* awaitWritten(ws, netSocket)
+        return written
+          ? Option.none<Close>()
+          : Option.some(close("slow_consumer", "a page stayed unwritten for 5 s; resume from the last next_cursor"))
+      })
+    // The first page tells the client where the stream starts.
+    const first = yield* send([])
+    if (Option.isSome(first)) return first.value
+    while (true) {
+      const rows = yield* env.tail.pageAfter(last, STREAM_LIMITS.pageRows).pipe(Effect.orDie)
+      const head = rows[0]
+      if (head !== undefined && head.cursor !== last + 1n) {
+        return close(
+          "cursor_expired",
+          `events after cursor ${last} are no longer retained; take a new snapshot and resume from its x-event-cursor`,
+        )
+      }
+      const events: Array<string> = []
+      let bytes = 0
+      let scanned = 0
+      for (const row of rows) {
+        if (visible(row)) {
+          if (events.length > 0 && bytes + row.json.length > STREAM_LIMITS.pageBytes) break
+          events.push(row.json)
+          bytes += row.json.length
+        }
+        last = row.cursor
+        scanned++
+      }
+      const now = yield* Clock.currentTimeMillis
+      if (events.length > 0 || now - lastSentAt >= idleMs) {
+        const blocked = yield* send(events)
+        if (Option.isSome(blocked)) return blocked.value
+      }
+      const caughtUp = scanned === rows.length && rows.length < STREAM_LIMITS.pageRows
+      if (caughtUp) {
+        const elapsed = (yield* Clock.currentTimeMillis) - lastSentAt
+        yield* env.tail.awaitBeyond(last, Duration.millis(Math.max(1, idleMs - elapsed)))
+      }
+    }
+  })
+
+/**
+ * One stream connection from the upgrade to the close. Every way it ends sends a StreamControl
+ * frame first, except when the client is already gone: a violation seen by the reader (oversized,
+ * binary or second frame), the subscription outcome, a revoked token, a blocked send, a failure
+ * (`internal`), and interruption while open, which is the server shutting down (`shutdown`).
+ */
+export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: SessionEnv) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const state = { closing: false, firstSeen: false }
+      const stop = yield* Deferred.make<Close>()
+      const first = yield* Deferred.make<string>()
+      const violation = (c: Close) => Deferred.unsafeDone(stop, Exit.succeed(c))
+      const onMessage = (data: string | Uint8Array) => {
+        const size = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength
+        if (size > STREAM_LIMITS.maxInboundBytes) {
+          return violation(
+            close("message_too_large", `inbound messages are at most ${STREAM_LIMITS.maxInboundBytes} bytes`),
+          )
+        }
+        if (typeof data !== "string") {
+          return violation(close("protocol_error", "binary frames are not accepted; send the subscription as text"))
+        }
+        if (!state.firstSeen) {
+          state.firstSeen = true
+          return Deferred.unsafeDone(first, Exit.succeed(data))
+        }
+        violation(close("protocol_error", "text frames after the subscription are not accepted"))
+      }
+      const { ws: opened, reader } = yield* openSocket(socket, netSocket, onMessage)
+      if (Option.isNone(opened)) return yield* StreamConnections.recordClose("peer")
+      const ws = opened.value
+
+      const tooLarge = close("message_too_large", `inbound messages are at most ${STREAM_LIMITS.maxInboundBytes} bytes`)
+      limitInbound(ws, () => {
+        // ws closes with 1009 right after this returns: the control frame must go out now.
+        if (state.closing || ws.readyState !== WebSocket.OPEN) return
+        state.closing = true
+        ws.send(controlFrame(tooLarge.code, tooLarge.message))
+        Effect.runSync(StreamConnections.recordClose(tooLarge.code))
+        violation(tooLarge)
+      })
+
+      const finish = (c: Close) =>
+        Effect.suspend(() => {
+          if (state.closing) return Effect.void
+          state.closing = true
+          if (ws.readyState === WebSocket.OPEN) {
+            ws.send(controlFrame(c.code, c.message))
+            ws.close(CONTROL_CODES[c.code], c.code)
+          }
+          const record = StreamConnections.recordClose(c.code)
+          // A slow consumer does not read its close frame either: drop the connection after a grace.
+          return c.code === "slow_consumer"
+            ? Effect.zipRight(
+                record,
+                Effect.forkDaemon(Effect.sleep("1 second").pipe(Effect.zipRight(Effect.sync(() => ws.terminate())))),
+              )
+            : record
+        })
+
+      const conversation = Effect.gen(function* () {
+        const text = yield* Deferred.await(first).pipe(Effect.timeoutOption(STREAM_LIMITS.subscribeTimeout))
+        if (Option.isNone(text)) {
+          return close("subscribe_timeout", "no subscription within 5 s of the upgrade")
+        }
+        const subscribed = yield* parseSubscription(text.value, env)
+        const streaming = pump(ws, netSocket, subscribed, env)
+        return subscribed.token === undefined
+          ? yield* streaming
+          : yield* Effect.raceFirst(streaming, recheckAuth(subscribed.token, env))
+      }).pipe(
+        Effect.catchAll((c: Close) => Effect.succeed(c)),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.logError("stream session failed", Cause.squash(cause)).pipe(
+                Effect.as(close("internal", "internal error; reconnect and resume from the last next_cursor")),
+              ),
+        ),
+      )
+
+      const outcome = yield* Effect.raceAll([
+        conversation.pipe(Effect.map(Option.some)),
+        Deferred.await(stop).pipe(Effect.map(Option.some)),
+        Fiber.await(reader).pipe(Effect.as(Option.none<Close>())),
+      ]).pipe(
+        Effect.onInterrupt(() =>
+          Effect.suspend(() => {
+            if (state.closing) return Effect.void
+            if (ws.readyState !== WebSocket.OPEN) {
+              state.closing = true
+              return StreamConnections.recordClose("peer")
+            }
+            return finish(
+              close("shutdown", "the server is shutting down; reconnect and resume from the last next_cursor"),
+            )
+          }),
+        ),
+      )
+      if (Option.isSome(outcome)) return yield* finish(outcome.value)
+      if (!state.closing) {
+        state.closing = true
+        yield* StreamConnections.recordClose("peer")
+      }
+    }),
+  )
