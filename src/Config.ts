@@ -24,6 +24,53 @@ const Origin = Schema.String.pipe(
 export const VenueKind = Schema.Literal("hyperliquid", "aster")
 export type VenueKind = typeof VenueKind.Type
 
+/**
+ * How a venue chain is watched (actors/VenueWatcher.ts). Every field is optional; the defaults suit a
+ * public chain with `safe`/`finalized` block tags and the devnet alike.
+ */
+export class WatcherSettings extends Schema.Class<WatcherSettings>("WatcherSettings")({
+  /** Pause between two polls of the chain, milliseconds. */
+  poll_ms: Schema.optionalWith(PositiveInt, { default: () => 1000 }),
+  /** Largest block range of one `eth_getLogs` page. */
+  page_blocks: Schema.optionalWith(PositiveInt, { default: () => 2000 }),
+  /** A chain is fresh while its last successful check and its last new head are at most this old. */
+  freshness_seconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+  /** Operator native balance (wei) below which the chain is not ready. */
+  min_operator_gas: Schema.optionalWith(Amount, { default: () => "10000000000000000" }),
+  /** Indexed balances are compared with on-chain reads this often (and on demand). */
+  integrity_interval_seconds: Schema.optionalWith(PositiveInt, { default: () => 60 }),
+  /**
+   * Absent: `safe` and `finalized` come from the node's block tags. Set for chains without them:
+   * finalized = latest - confirmations (safe = latest - confirmations / 2).
+   */
+  confirmations: Schema.optional(NonNegativeInt),
+}) {}
+
+/** An extra contract the relayer may call: functions by signature, e.g. "mint(address,uint256)". */
+export class RelayerAllow extends Schema.Class<RelayerAllow>("RelayerAllow")({
+  contract: Address,
+  functions: Schema.NonEmptyArray(Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*\(.*\)$/))),
+}) {}
+
+/** How the relayer (actors/TxRelayer.ts) sends the operator's transactions on a venue chain. */
+export class RelayerSettings extends Schema.Class<RelayerSettings>("RelayerSettings")({
+  /** Pause between two passes over queued and in-flight transactions, milliseconds. */
+  poll_ms: Schema.optionalWith(PositiveInt, { default: () => 500 }),
+  /** A transaction whose nonce is still open this many blocks after its last attempt is re-priced. */
+  bump_after_blocks: Schema.optionalWith(PositiveInt, { default: () => 3 }),
+  /** Fee increase of a replacement, percent (at least 12.5, plus one wei). */
+  bump_percent: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(12.5)), { default: () => 12.5 }),
+  /** Cap on maxFeePerGas (wei); absent: no cap. */
+  max_fee_per_gas: Schema.optional(Amount),
+  /** Gas limit = estimate × gas_margin_percent / 100, at most gas_limit_max. */
+  gas_margin_percent: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 400)), { default: () => 125 }),
+  gas_limit_max: Schema.optionalWith(PositiveInt, { default: () => 5_000_000 }),
+  /** Queued requests signed per pass. */
+  batch: Schema.optionalWith(PositiveInt, { default: () => 64 }),
+  /** Contracts and functions allowed besides the escrow's own state-changing functions. */
+  allow: Schema.optionalWith(Schema.Array(RelayerAllow), { default: () => [] }),
+}) {}
+
 export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   id: VenueId,
   name: Schema.NonEmptyTrimmedString,
@@ -37,6 +84,10 @@ export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   deployment_block: NonNegativeInt,
   /** The venue's own HTTP API (a simulator on devnet). */
   api_url: Schema.optional(Url),
+  /** A retired escrow (LegacyEscrow) whose offers the watcher indexes as well. */
+  legacy_escrow: Schema.optional(Address),
+  watcher: Schema.optionalWith(WatcherSettings, { default: () => WatcherSettings.make({}) }),
+  relayer: Schema.optionalWith(RelayerSettings, { default: () => RelayerSettings.make({}) }),
 }) {}
 
 export class Limits extends Schema.Class<Limits>("Limits")({

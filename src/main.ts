@@ -1,7 +1,7 @@
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { ActorsLive } from "../actors/Actors.ts"
-import { ChainStatusBoard } from "./Chain/ChainStatusBoard.ts"
+import { ChainLive } from "./Chain/ChainLive.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
@@ -10,7 +10,7 @@ import { DatabaseLive } from "./Store/Database.ts"
 /** The composition root: the only module that imports actors/. */
 export const MainLive = Layer.mergeAll(HttpLive, ActorsLive).pipe(
   Layer.provide(ClusterLive),
-  Layer.provide(ChainStatusBoard.Live),
+  Layer.provide(ChainLive),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(AppConfig.fromEnv),
   Layer.provide(NodeContext.layer),

@@ -1,44 +1,45 @@
-import { Context, Effect, Layer, Ref } from "effect"
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
 import type { ChainHealth } from "../Domain/Health.ts"
+import { chainStatusRows } from "../Store/ChainIndex.ts"
+import { pendingTransactionCount } from "../Store/Relayer.ts"
+import { chainHealth } from "./Readiness.ts"
 
 /**
- * What /health reports per chain. Watchers publish into it; until a chain has a watcher its entry
- * stays not ready with an error saying so, which makes /health answer 503 truthfully.
+ * What /health reports per chain, read from the status rows the watchers persist, so that every
+ * runner answers the same whichever one runs the watcher. A venue without a row (its watcher never
+ * ran) is not ready with an error saying so. If the database cannot be read, every chain is
+ * reported not ready (503), never a 500.
  */
 export class ChainStatusBoard extends Context.Tag("ChainStatusBoard")<
   ChainStatusBoard,
   {
     readonly chains: Effect.Effect<ReadonlyArray<ChainHealth>>
-    readonly pendingTransactions: Effect.Effect<number>
-    readonly update: (venue: string, f: (current: ChainHealth) => ChainHealth) => Effect.Effect<void>
+    /** Relayer requests not yet included in a block (queued or signed and in flight). */
+    readonly pendingTransactions: Effect.Effect<number, SqlError.SqlError>
   }
 >() {
   static readonly Live = Layer.effect(
     ChainStatusBoard,
     Effect.gen(function* () {
       const { deployment } = yield* AppConfig
-      const ref = yield* Ref.make<ReadonlyArray<ChainHealth>>(
-        deployment.venues.map((v) => ({
-          venue: v.id,
-          chain_id: v.chain_id,
-          ready: false,
-          block: "0",
-          finalized_block: "0",
-          checked_at: null,
-          finalized_at: null,
-          error: "chain watcher not running",
-          operator_gas: "0",
-          integrity_checked_at: null,
-          integrity_completed_at: null,
-          integrity_error: "",
-          integrity_mismatch: false,
-        })),
-      )
+      const sql = yield* SqlClient.SqlClient
+      const chains = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* chainStatusRows.pipe(Effect.either)
+        if (rows._tag === "Left") {
+          return deployment.venues.map((v) => ({
+            ...chainHealth(v, undefined, now),
+            error: "chain status unavailable (database)",
+          }))
+        }
+        const byVenue = new Map(rows.right.map((r) => [r.venue, r]))
+        return deployment.venues.map((v) => chainHealth(v, byVenue.get(v.id), now))
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       return ChainStatusBoard.of({
-        chains: Ref.get(ref),
-        pendingTransactions: Effect.succeed(0),
-        update: (venue, f) => Ref.update(ref, (all) => all.map((c) => (c.venue === venue ? f(c) : c))),
+        chains,
+        pendingTransactions: pendingTransactionCount.pipe(Effect.provideService(SqlClient.SqlClient, sql)),
       })
     }),
   )

@@ -13,18 +13,31 @@ export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
     return handlers
       .handle("health", () =>
         Effect.gen(function* () {
+          // A failed database read never claims readiness and never turns /health into a 500.
           const [chains, pending, journal, now] = yield* Effect.all(
-            [board.chains, board.pendingTransactions, journalStats.pipe(Effect.orDie), Clock.currentTimeMillis],
+            [
+              board.chains,
+              Effect.either(board.pendingTransactions),
+              Effect.either(journalStats),
+              Clock.currentTimeMillis,
+            ],
             { concurrency: "unbounded" },
           )
-          const ready = chains.every((c) => c.ready && !c.integrity_mismatch) && pending < MAX_PENDING_FOR_READY
+          const pendingCount = pending._tag === "Right" ? pending.right : 0
+          const journalFigures =
+            journal._tag === "Right" ? journal.right : { unpublished: 0, oldestUnpublishedSeconds: 0 }
+          const ready =
+            pending._tag === "Right" &&
+            journal._tag === "Right" &&
+            chains.every((c) => c.ready && !c.integrity_mismatch) &&
+            pendingCount < MAX_PENDING_FOR_READY
           const body = {
             ready,
             server_time: toRfc3339(now),
-            pending_transactions: pending,
+            pending_transactions: pendingCount,
             chains,
-            journal_unpublished: journal.unpublished,
-            journal_oldest_unpublished_seconds: journal.oldestUnpublishedSeconds,
+            journal_unpublished: journalFigures.unpublished,
+            journal_oldest_unpublished_seconds: journalFigures.oldestUnpublishedSeconds,
           }
           return ready
             ? new HealthOk({ status: "ok", ...body })

@@ -1,0 +1,419 @@
+import { Singleton } from "@effect/cluster"
+import type { SqlClient } from "@effect/sql"
+import { Cause, Clock, Duration, Effect, Layer, Random } from "effect"
+import type { Address, Hex, PublicClient } from "viem"
+import { legacyEscrowAbi, settlementEscrowAbi } from "../src/Chain/artifacts/index.ts"
+import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { decodeLogs, type IndexState } from "../src/Chain/EscrowIndex.ts"
+import { FaultPoint } from "../src/Chain/FaultPoint.ts"
+import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
+import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { AppConfig, type VenueConfig } from "../src/Config.ts"
+import {
+  type ChainStatusRow,
+  chainStatus,
+  ingestPage,
+  initChainStatus,
+  latchIntegrityAlarm,
+  loadIndexState,
+  recordChainError,
+  recordedBlocks,
+  recordHeads,
+  recordIntegrityCheck,
+} from "../src/Store/ChainIndex.ts"
+
+/**
+ * VenueWatcher: one cluster singleton per venue chain. Each poll it reads `latest`, `safe` and
+ * `finalized`, checks that blocks it already took as final still have the same hash (if not, it
+ * latches the integrity alarm and stops ingesting: history is never rewritten), ingests the
+ * escrow's (and legacy escrow's) events up to the finalized head in bounded pages from its
+ * persisted cursor, reads the operator's gas, writes the status row /health reads, and runs the
+ * integrity check when due or requested. RPC failures are classified and retried with backoff; a
+ * failing chain is reported in its status row (not ready), never a crash.
+ */
+
+interface Head {
+  readonly number: bigint
+  readonly hash: Hex
+  readonly timestamp: bigint
+}
+
+interface Heads {
+  readonly latest: Head
+  readonly safe: bigint
+  readonly finalized: Head
+}
+
+/** Spent ingesting per poll before the status row is refreshed (the next poll continues). */
+const INGEST_BUDGET = Duration.seconds(5)
+/** Recorded block hashes re-checked by each integrity check. */
+const RECHECK_BLOCKS = 64
+/** Concurrent reads of the integrity check (batched into JSON-RPC batches by the transport). */
+const READ_CONCURRENCY = 32
+const MAX_BACKOFF_MS = 15_000
+
+class ChainMismatch extends Error {}
+
+const toHead = (b: { number: bigint | null; hash: Hex | null; timestamp: bigint }, tag: string): Head => {
+  if (b.number === null || b.hash === null) throw new ChainMismatch(`the node returned a pending block for ${tag}`)
+  return { number: b.number, hash: b.hash, timestamp: b.timestamp }
+}
+
+const readHeads = (client: PublicClient, confirmations: number | undefined) =>
+  Effect.gen(function* () {
+    const block = (tag: "latest" | "safe" | "finalized") =>
+      rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: tag })).pipe(
+        Effect.map((b) => toHead(b, tag)),
+        retryRpc,
+      )
+    if (confirmations === undefined) {
+      const [latest, safe, finalized] = yield* Effect.all([block("latest"), block("safe"), block("finalized")], {
+        concurrency: "unbounded",
+      })
+      return { latest, safe: safe.number, finalized } satisfies Heads
+    }
+    const latest = yield* block("latest")
+    const finalizedNumber = latest.number > BigInt(confirmations) ? latest.number - BigInt(confirmations) : 0n
+    const finalized = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: finalizedNumber })).pipe(
+      Effect.map((b) => toHead(b, "finalized")),
+      retryRpc,
+    )
+    const half = BigInt(Math.floor(confirmations / 2))
+    return { latest, safe: latest.number > half ? latest.number - half : 0n, finalized } satisfies Heads
+  })
+
+const blockHashAt = (client: PublicClient, n: bigint) =>
+  rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: n })).pipe(
+    Effect.map((b) => b.hash as Hex | null),
+    retryRpc,
+  )
+
+const describe = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") {
+    const e = failure.value
+    if (e instanceof RpcError) return `rpc ${e.method}: ${e.message}`
+    if (e instanceof Error) return e.message
+    if (typeof e === "object" && e !== null && "_tag" in e) {
+      const tagged = e as { _tag: string; message?: string }
+      return tagged.message ? `${tagged._tag}: ${tagged.message}` : tagged._tag
+    }
+    return String(e)
+  }
+  const defect = Cause.dieOption(cause)
+  if (defect._tag === "Some") return defect.value instanceof Error ? defect.value.message : String(defect.value)
+  return "interrupted"
+}
+
+const isTerminal = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") return failure.value instanceof RpcError && !failure.value.retryable
+  const defect = Cause.dieOption(cause)
+  return defect._tag === "Some" && defect.value instanceof ChainMismatch
+}
+
+/** Reads the escrow's answers for every indexed key at `block`. */
+const readChainSnapshot = (
+  client: PublicClient,
+  venue: VenueConfig,
+  indexed: IndexState,
+  block: bigint,
+): Effect.Effect<ChainSnapshot, RpcError> =>
+  Effect.gen(function* () {
+    const escrow = venue.escrow as Address
+    const read = <A>(method: string, run: () => Promise<A>) => retryRpc(rpc(`eth_call ${method}`, run))
+    const blockNumber = block
+    const totalLiabilities = yield* read("totalLiabilities", () =>
+      client.readContract({ abi: settlementEscrowAbi, address: escrow, functionName: "totalLiabilities", blockNumber }),
+    )
+    const orders = new Map<string, ChainOrder>()
+    yield* Effect.forEach(
+      [...indexed.orders.keys()],
+      (id) =>
+        read("getOrder", () =>
+          client.readContract({
+            abi: settlementEscrowAbi,
+            address: escrow,
+            functionName: "getOrder",
+            args: [id as Hex],
+            blockNumber,
+          }),
+        ).pipe(Effect.map((o) => orders.set(id, { owner: o.owner, available: o.available, locked: o.locked }))),
+      { concurrency: READ_CONCURRENCY, discard: true },
+    )
+    const balances = new Map<string, bigint>()
+    yield* Effect.forEach(
+      [...indexed.balances.keys()],
+      (owner) =>
+        read("balanceOf", () =>
+          client.readContract({
+            abi: settlementEscrowAbi,
+            address: escrow,
+            functionName: "balanceOf",
+            args: [owner as Address],
+            blockNumber,
+          }),
+        ).pipe(Effect.map((b) => balances.set(owner, b))),
+      { concurrency: READ_CONCURRENCY, discard: true },
+    )
+    const locks = new Map<string, number>()
+    yield* Effect.forEach(
+      [...indexed.locks.keys()],
+      (id) =>
+        read("getLock", () =>
+          client.readContract({
+            abi: settlementEscrowAbi,
+            address: escrow,
+            functionName: "getLock",
+            args: [id as Hex],
+            blockNumber,
+          }),
+        ).pipe(Effect.map((l) => locks.set(id, l.state))),
+      { concurrency: READ_CONCURRENCY, discard: true },
+    )
+    const payments = new Map<string, number>()
+    yield* Effect.forEach(
+      [...indexed.payments.keys()],
+      (id) =>
+        read("getPayment", () =>
+          client.readContract({
+            abi: settlementEscrowAbi,
+            address: escrow,
+            functionName: "getPayment",
+            args: [id as Hex],
+            blockNumber,
+          }),
+        ).pipe(Effect.map((p) => payments.set(id, p.state))),
+      { concurrency: READ_CONCURRENCY, discard: true },
+    )
+    const legacy = new Map<string, boolean>()
+    yield* Effect.forEach(
+      [...indexed.legacy.values()],
+      (o) =>
+        read("getOffer", () =>
+          client.readContract({
+            abi: legacyEscrowAbi,
+            address: o.contract,
+            functionName: "getOffer",
+            args: [o.offerId],
+            blockNumber,
+          }),
+        ).pipe(Effect.map((c) => legacy.set(`${o.contract}:${o.offerId}`, c.reclaimed))),
+      { concurrency: READ_CONCURRENCY, discard: true },
+    )
+    return { block, totalLiabilities, orders, balances, locks, payments, legacy }
+  })
+
+export interface WatcherHandle {
+  /** One poll (heads, finality check, ingest, status, integrity when due); for tests and benches. */
+  readonly poll: Effect.Effect<void, unknown, SqlClient.SqlClient>
+}
+
+/** Builds the watcher of one venue: its state lives in the database, so any runner may run it. */
+export const makeVenueWatcher = (venue: VenueConfig) =>
+  Effect.gen(function* () {
+    const { operator } = yield* AppConfig
+    const clients = yield* ChainClients
+    const fault = yield* FaultPoint
+    const client = clients.chain(venue.id)
+    if (client === undefined) return yield* Effect.die(new Error(`no chain client for venue ${venue.id}`))
+    const settings = venue.watcher
+    const contracts = [venue.escrow, ...(venue.legacy_escrow ? [venue.legacy_escrow] : [])].map(
+      (a) => a.toLowerCase() as Address,
+    )
+    let chainIdChecked = false
+    let pageBlocks = BigInt(settings.page_blocks)
+    let lastHead: { hash: string; seenAt: number } | undefined
+
+    const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    /** A hash we took as final changed: latch, never rewrite. */
+    const checkFinality = (row: ChainStatusRow, heads: Heads) =>
+      Effect.gen(function* () {
+        const checks: Array<{ n: bigint; hash: string; what: string }> = []
+        if (row.finalizedBlock !== null && row.finalizedHash !== null) {
+          checks.push({ n: row.finalizedBlock, hash: row.finalizedHash, what: "finalized block" })
+        }
+        if (row.indexedHash !== null && row.indexedBlock !== row.finalizedBlock) {
+          checks.push({ n: row.indexedBlock, hash: row.indexedHash, what: "indexed block" })
+        }
+        for (const c of checks) {
+          if (c.n > heads.latest.number) {
+            return `${c.what} ${c.n} is above the chain's head ${heads.latest.number} (chain rewound below finality)`
+          }
+          const now =
+            c.n === heads.finalized.number
+              ? heads.finalized.hash
+              : c.n === heads.latest.number
+                ? heads.latest.hash
+                : yield* blockHashAt(client, c.n)
+          if (now === null) return `${c.what} ${c.n} no longer exists on chain`
+          if (now.toLowerCase() !== c.hash.toLowerCase()) {
+            return `finality violated: ${c.what} ${c.n} hash changed from ${c.hash} to ${now.toLowerCase()}`
+          }
+        }
+        return null
+      })
+
+    /** Ingests pages from the cursor up to `target` (at most INGEST_BUDGET of work). */
+    const ingestUpTo = (row: ChainStatusRow, heads: Heads) =>
+      Effect.gen(function* () {
+        const target = heads.finalized.number
+        const started = yield* Clock.currentTimeMillis
+        let cursor = row.indexedBlock
+        while (cursor < target) {
+          if ((yield* Clock.currentTimeMillis) - started > Duration.toMillis(INGEST_BUDGET)) break
+          const from = cursor + 1n
+          const to = from + pageBlocks - 1n < target ? from + pageBlocks - 1n : target
+          const logs = yield* rpc("eth_getLogs", () =>
+            client.getLogs({ address: contracts, fromBlock: from, toBlock: to }),
+          ).pipe(retryRpc, Effect.either)
+          if (logs._tag === "Left") {
+            if (logs.left.rangeTooLarge && pageBlocks > 1n) {
+              pageBlocks = pageBlocks / 2n
+              continue
+            }
+            return yield* Effect.fail(logs.left)
+          }
+          const toHash = to === target ? heads.finalized.hash : yield* blockHashAt(client, to)
+          if (toHash === null) return yield* Effect.fail(new ChainMismatch(`block ${to} not found`))
+          const events = decodeLogs(logs.right, contracts)
+          yield* ingestPage({ venue: venue.id, chainId: venue.chain_id, fromBlock: from, toBlock: to, toHash, events })
+          yield* fault.hit("watcher.after-ingest-before-status")
+          cursor = to
+        }
+        return cursor
+      })
+
+    const integrityCheck = (row: ChainStatusRow, cursor: bigint) =>
+      Effect.gen(function* () {
+        const checkedAt = yield* nowDate
+        // Recorded hashes of indexed blocks first: a deep reorg shows here before in balances.
+        const recorded = yield* recordedBlocks(venue.id, RECHECK_BLOCKS)
+        const hashes = yield* Effect.forEach(recorded, (b) => blockHashAt(client, b.number), {
+          concurrency: READ_CONCURRENCY,
+        })
+        let mismatch: string | null = null
+        for (const [i, b] of recorded.entries()) {
+          const now = hashes[i]
+          if (now?.toLowerCase() !== b.hash) {
+            mismatch = `finality violated: indexed block ${b.number} hash changed from ${b.hash} to ${now ?? "none"}`
+            break
+          }
+        }
+        if (mismatch === null && cursor >= BigInt(venue.deployment_block)) {
+          const indexed = yield* loadIndexState(venue.id)
+          const snapshot = yield* readChainSnapshot(client, venue, indexed, cursor)
+          mismatch = firstMismatch(indexed, snapshot)
+        }
+        yield* recordIntegrityCheck(venue.id, checkedAt, yield* nowDate, row.integrityRequestedAt, mismatch)
+        if (mismatch !== null) yield* Effect.logError("integrity mismatch", { venue: venue.id, mismatch })
+      })
+
+    let initialized = false
+    const poll = Effect.gen(function* () {
+      if (!initialized) {
+        yield* initChainStatus(venue.id, venue.chain_id, operator, venue.deployment_block)
+        initialized = true
+      }
+      if (!chainIdChecked) {
+        const id = yield* rpc("eth_chainId", () => client.getChainId()).pipe(retryRpc)
+        if (id !== venue.chain_id) {
+          return yield* Effect.fail(
+            new RpcError({
+              method: "eth_chainId",
+              message: `the node serves chain ${id}, the config says ${venue.chain_id}`,
+              retryable: false,
+              rangeTooLarge: false,
+            }),
+          )
+        }
+        chainIdChecked = true
+      }
+      const heads = yield* readHeads(client, settings.confirmations)
+      const gas = yield* rpc("eth_getBalance", () => client.getBalance({ address: operator as Address })).pipe(retryRpc)
+      const row = yield* chainStatus(venue.id)
+      if (row === undefined) return yield* Effect.die(new Error(`chain_status row of ${venue.id} vanished`))
+      let latched = row.integrityMismatch
+      if (!latched) {
+        const violation = yield* checkFinality(row, heads)
+        if (violation !== null) {
+          yield* latchIntegrityAlarm(venue.id, violation, yield* nowDate)
+          yield* Effect.logError("finality violated; ingestion stopped", { venue: venue.id, violation })
+          latched = true
+        }
+      }
+      // Never ingest on top of a latched alarm: the index stays as it was for the investigation.
+      const cursor =
+        latched || heads.finalized.number <= row.indexedBlock ? row.indexedBlock : yield* ingestUpTo(row, heads)
+      const now = yield* Clock.currentTimeMillis
+      if (lastHead === undefined) {
+        lastHead =
+          row.latestHash !== null && row.headSeenAt !== null
+            ? { hash: row.latestHash, seenAt: row.headSeenAt.getTime() }
+            : { hash: heads.latest.hash.toLowerCase(), seenAt: now }
+      }
+      if (lastHead.hash !== heads.latest.hash.toLowerCase())
+        lastHead = { hash: heads.latest.hash.toLowerCase(), seenAt: now }
+      yield* recordHeads(venue.id, {
+        latest: heads.latest.number,
+        latestHash: heads.latest.hash,
+        safe: heads.safe,
+        finalized: heads.finalized.number,
+        finalizedHash: heads.finalized.hash,
+        finalizedAt: new Date(Number(heads.finalized.timestamp) * 1000),
+        headSeenAt: new Date(lastHead.seenAt),
+        checkedAt: new Date(now),
+        operatorGas: gas,
+      })
+      const due =
+        row.integrityRequestedAt !== null ||
+        row.integrityCompletedAt === null ||
+        now - row.integrityCompletedAt.getTime() >= settings.integrity_interval_seconds * 1000
+      if (due && !latched && cursor >= heads.finalized.number) yield* integrityCheck(row, cursor)
+    })
+
+    const handle: WatcherHandle = { poll }
+
+    /** Polls forever; failures are written to the status row and retried with capped, jittered backoff. */
+    const run = Effect.gen(function* () {
+      let failures = 0
+      for (;;) {
+        const exit = yield* Effect.exit(poll)
+        if (exit._tag === "Success") {
+          failures = 0
+          yield* Effect.sleep(Duration.millis(settings.poll_ms))
+          continue
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+        failures++
+        const message = describe(exit.cause)
+        yield* recordChainError(venue.id, message).pipe(Effect.ignore)
+        if (failures === 1 || failures % 20 === 0) {
+          yield* Effect.logWarning("venue watcher poll failed", { venue: venue.id, failures, error: message })
+        }
+        const base = isTerminal(exit.cause)
+          ? MAX_BACKOFF_MS
+          : Math.min(MAX_BACKOFF_MS, settings.poll_ms * 2 ** (failures - 1))
+        const jitter = yield* Random.nextRange(0.8, 1.2)
+        yield* Effect.sleep(Duration.millis(Math.round(base * jitter)))
+      }
+    })
+
+    return { handle, run }
+  })
+
+export const runVenueWatcher = (venue: VenueConfig) =>
+  makeVenueWatcher(venue).pipe(
+    Effect.flatMap(({ run }) => run),
+    Effect.catchAllCause((cause) => Effect.logError("venue watcher stopped", { venue: venue.id }, cause)),
+    Effect.annotateLogs({ actor: "VenueWatcher", venue: venue.id }),
+  )
+
+/** One watcher singleton per configured venue chain. */
+export const VenueWatchersLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, ({ deployment }) => {
+    const layers = deployment.venues.map((v) => Singleton.make(`venue-watcher:${v.id}`, runVenueWatcher(v)))
+    return Layer.mergeAll(layers[0] ?? Layer.empty, ...layers.slice(1))
+  }),
+)

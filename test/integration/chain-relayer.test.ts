@@ -1,0 +1,366 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Either, Fiber, Option } from "effect"
+import { type Address, encodeFunctionData, type Hex, zeroHash } from "viem"
+import { makeTxRelayer } from "../../actors/TxRelayer.ts"
+import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { account, key, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { chainStack, TestChainTag } from "../support/ChainStack.ts"
+
+// The relayer signs with anvil account #9 (untouched by the deployment), so its nonces start at 0.
+const OPERATOR = 9
+const Live = chainStack({
+  anvil: { slotsInAnEpoch: 1 },
+  config: (c) => ({
+    venues: [
+      venueEntry(c, "hyperliquid", {
+        relayer: {
+          poll_ms: 50,
+          bump_after_blocks: 2,
+          allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
+        },
+      }),
+    ],
+    operator_key: key(OPERATOR),
+  }),
+})
+
+const operator = account(OPERATOR).address
+const recipient = (i: number): Address => `0x${(0xbeef0000 + i).toString(16).padStart(40, "0")}` as Address
+const mintData = (to: Address, amount: bigint) =>
+  encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [to, amount] })
+
+const relayer = Effect.gen(function* () {
+  const { deployment } = yield* AppConfig
+  return yield* makeTxRelayer(deployment.venues[0])
+})
+
+/** Mines a block every `ms` in the background while `effect` runs (finality needs new blocks). */
+const whileMining = <A, E, R>(c: TestChain, effect: Effect.Effect<A, E, R>, ms = 100) =>
+  Effect.gen(function* () {
+    const miner = yield* Effect.fork(
+      Effect.promise(() => c.test.mine({ blocks: 1 })).pipe(
+        Effect.zipRight(Effect.sleep(`${ms} millis`)),
+        Effect.forever,
+      ),
+    )
+    return yield* effect.pipe(Effect.ensuring(Fiber.interrupt(miner)))
+  })
+
+const balanceOf = (c: TestChain, who: Address) =>
+  Effect.promise(() =>
+    c.pub.readContract({ abi: mockUSDCAbi, address: c.token, functionName: "balanceOf", args: [who] }),
+  )
+
+const chainNonce = (c: TestChain) =>
+  Effect.promise(() => c.pub.getTransactionCount({ address: operator, blockTag: "latest" }))
+
+const rpc = (c: TestChain, method: string, params: Array<unknown>) =>
+  Effect.promise(() => c.test.request({ method, params } as never))
+
+/** Runs with automine off, then restores automine and a low base fee whatever happened. */
+const manualMining = <A, E, R>(c: TestChain, effect: Effect.Effect<A, E, R>) =>
+  Effect.promise(() => c.test.setAutomine(false)).pipe(
+    Effect.zipRight(effect),
+    Effect.ensuring(
+      Effect.promise(async () => {
+        await c.test.request({ method: "anvil_setNextBlockBaseFeePerGas", params: ["0x3b9aca00"] } as never)
+        await c.test.mine({ blocks: 1 })
+        await c.test.setAutomine(true)
+      }),
+    ),
+  )
+
+layer(Live, { timeout: "180 seconds", excludeTestServices: true })("transaction relayer", (it) => {
+  it.effect("many concurrent requests get gapless nonces and exactly one on-chain effect each", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const sql = yield* SqlClient.SqlClient
+      const { run } = yield* relayer
+      const N = 60
+      const start = yield* chainNonce(c)
+      const keys = Array.from({ length: N }, (_, i) => `mint-${i}`)
+      yield* Effect.forEach(
+        keys,
+        (k, i) =>
+          r.submit({
+            idempotencyKey: k,
+            venue: "hyperliquid",
+            to: c.token,
+            data: mintData(recipient(i), 1000n + BigInt(i)),
+          }),
+        { concurrency: "unbounded" },
+      )
+      const fiber = yield* Effect.fork(run)
+      const outcomes = yield* whileMining(
+        c,
+        Effect.forEach(keys, (k) => r.awaitOutcome(k, { timeout: "60 seconds" }), { concurrency: "unbounded" }),
+      )
+      yield* Fiber.interrupt(fiber)
+      expect(outcomes.every((o) => o.status === "final")).toBe(true)
+      const nonces = outcomes.map((o) => Number(o.nonce)).sort((a, b) => a - b)
+      expect(nonces).toEqual(Array.from({ length: N }, (_, i) => start + i))
+      expect(yield* chainNonce(c)).toBe(start + N)
+      for (let i = 0; i < N; i++) expect(yield* balanceOf(c, recipient(i))).toBe(1000n + BigInt(i))
+      for (const o of outcomes) {
+        expect(o.attempts).toEqual([o.txHash])
+        expect(o.blockNumber).not.toBeNull()
+      }
+      const journal = yield* sql<{ kind: string; n: string }>`
+        select kind, count(*)::text as n from journal where kind like 'tx.%' group by kind order by kind`
+      expect(Object.fromEntries(journal.map((j) => [j.kind, Number(j.n)]))).toEqual({
+        "tx.queued": N,
+        "tx.pending": N,
+        "tx.included": N,
+        "tx.final": N,
+      })
+    }),
+  )
+
+  it.effect("the same idempotency key is one transaction; a different call under it is a conflict", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const { handle } = yield* relayer
+      const request = {
+        idempotencyKey: "same-key",
+        venue: "hyperliquid",
+        to: c.token,
+        data: mintData(recipient(900), 7n),
+      }
+      const first = yield* Effect.forEach([1, 2, 3, 4, 5], () => r.submit(request), { concurrency: "unbounded" })
+      expect(new Set(first.map((o) => o.status))).toEqual(new Set(["queued"]))
+      const before = yield* chainNonce(c)
+      const outcome = yield* whileMining(
+        c,
+        Effect.zipRight(
+          Effect.forkScoped(Effect.forever(Effect.zipRight(handle.tick, Effect.sleep("50 millis")))),
+          r.awaitOutcome("same-key", { timeout: "30 seconds" }),
+        ),
+      ).pipe(Effect.scoped)
+      expect(outcome.status).toBe("final")
+      expect((yield* r.submit(request)).txHash).toBe(outcome.txHash)
+      expect(yield* chainNonce(c)).toBe(before + 1)
+      expect(yield* balanceOf(c, recipient(900))).toBe(7n)
+      const conflict = yield* Effect.either(r.submit({ ...request, data: mintData(recipient(900), 8n) }))
+      expect(Either.isLeft(conflict) && conflict.left._tag).toBe("IdempotencyConflict")
+      const rejected = yield* Effect.either(
+        r.submit({
+          idempotencyKey: "not-allowed",
+          venue: "hyperliquid",
+          to: c.token,
+          data: encodeFunctionData({ abi: mockUSDCAbi, functionName: "approve", args: [operator, 1n] }),
+        }),
+      )
+      expect(Either.isLeft(rejected) && rejected.left._tag).toBe("RelayerRejected")
+      expect(Option.isNone(yield* r.status("not-allowed"))).toBe(true)
+    }),
+  )
+
+  it.effect("a call that reverts in simulation fails with its decoded reason, no nonce, no gas", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const { handle } = yield* relayer
+      const before = yield* chainNonce(c)
+      const gasBefore = yield* Effect.promise(() => c.pub.getBalance({ address: operator }))
+      yield* r.submit({
+        idempotencyKey: "claim-nothing",
+        venue: "hyperliquid",
+        to: c.escrow,
+        data: encodeFunctionData({ abi: settlementEscrowAbi, functionName: "claim", args: [zeroHash, zeroHash] }),
+      })
+      yield* handle.tick
+      const outcome = yield* r.awaitOutcome("claim-nothing", { timeout: "5 seconds" })
+      expect(outcome.status).toBe("reverted")
+      expect(outcome.simulated).toBe(true)
+      expect(outcome.revertReason).toBe(`NotLocked(${zeroHash})`)
+      expect(outcome.nonce).toBeNull()
+      expect(outcome.attempts).toEqual([])
+      expect(yield* chainNonce(c)).toBe(before)
+      expect(yield* Effect.promise(() => c.pub.getBalance({ address: operator }))).toBe(gasBefore)
+    }),
+  )
+
+  it.effect("a call that passes simulation but reverts on chain ends reverted (at finality) with its reason", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const { handle } = yield* relayer
+      // Both simulate before either is sent; the second then reverts in its own block.
+      const data = encodeFunctionData({ abi: settlementEscrowAbi, functionName: "invalidateNonce", args: [77n] })
+      yield* r.submit({ idempotencyKey: "burn-77-a", venue: "hyperliquid", to: c.escrow, data })
+      yield* r.submit({ idempotencyKey: "burn-77-b", venue: "hyperliquid", to: c.escrow, data })
+      const [a, b] = yield* whileMining(
+        c,
+        Effect.zipRight(
+          Effect.forkScoped(Effect.forever(Effect.zipRight(handle.tick, Effect.sleep("50 millis")))),
+          Effect.all([
+            r.awaitOutcome("burn-77-a", { timeout: "30 seconds" }),
+            r.awaitOutcome("burn-77-b", { timeout: "30 seconds" }),
+          ]),
+        ),
+      ).pipe(Effect.scoped)
+      expect(a.status).toBe("final")
+      expect(b.status).toBe("reverted")
+      expect(b.simulated).toBe(false)
+      expect(b.nonce).toBe(a.nonce! + 1n)
+      expect(b.revertReason).toBe(`NonceAlreadyUsed(${operator}, 77)`)
+    }),
+  )
+
+  it.effect("a stuck transaction (base-fee spike) is replaced with bumped fees and the replacement is recognised", () =>
+    Effect.flatMap(TestChainTag, (c) =>
+      manualMining(
+        c,
+        Effect.gen(function* () {
+          const r = yield* Relayer
+          const sql = yield* SqlClient.SqlClient
+          const { handle } = yield* relayer
+          yield* r.submit({
+            idempotencyKey: "stuck",
+            venue: "hyperliquid",
+            to: c.token,
+            data: mintData(recipient(901), 9n),
+          })
+          yield* handle.tick
+          const first = (yield* r.status("stuck")).pipe(Option.getOrThrow)
+          expect(first.status).toBe("pending")
+          // The next block's base fee jumps far above the attempt's max fee: it cannot be included.
+          yield* rpc(c, "anvil_setNextBlockBaseFeePerGas", [`0x${(500n * 10n ** 9n).toString(16)}`])
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          expect((yield* r.status("stuck")).pipe(Option.getOrThrow).attempts.length).toBe(1)
+          yield* Effect.promise(() => c.test.mine({ blocks: 2 }))
+          yield* handle.tick
+          const bumped = (yield* r.status("stuck")).pipe(Option.getOrThrow)
+          expect(bumped.attempts.length).toBe(2)
+          const fees = yield* sql<{ attempt: number; fee: string; tip: string }>`
+        select a.attempt, a.max_fee_per_gas::text as fee, a.max_priority_fee_per_gas::text as tip
+        from relayer_attempts a join relayer_requests q on q.id = a.request_id
+        where q.idempotency_key = 'stuck' order by a.attempt`
+          expect(BigInt(fees[1]!.fee) * 1000n).toBeGreaterThanOrEqual(BigInt(fees[0]!.fee) * 1125n)
+          expect(BigInt(fees[1]!.tip) * 1000n).toBeGreaterThanOrEqual(BigInt(fees[0]!.tip) * 1125n)
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          const included = (yield* r.status("stuck")).pipe(Option.getOrThrow)
+          expect(included.status).toBe("included")
+          expect(included.txHash).toBe(bumped.attempts[1])
+          expect(included.attempts).toEqual(bumped.attempts)
+          yield* Effect.promise(() => c.test.mine({ blocks: 3 }))
+          yield* handle.tick
+          expect((yield* r.status("stuck")).pipe(Option.getOrThrow).status).toBe("final")
+          expect(yield* balanceOf(c, recipient(901))).toBe(9n)
+        }),
+      ),
+    ),
+  )
+
+  it.effect("a dropped transaction is rebroadcast from its stored bytes", () =>
+    Effect.flatMap(TestChainTag, (c) =>
+      manualMining(
+        c,
+        Effect.gen(function* () {
+          const r = yield* Relayer
+          const { handle } = yield* relayer
+          yield* r.submit({
+            idempotencyKey: "dropped",
+            venue: "hyperliquid",
+            to: c.token,
+            data: mintData(recipient(902), 11n),
+          })
+          yield* handle.tick
+          const sent = (yield* r.status("dropped")).pipe(Option.getOrThrow)
+          const hash = sent.txHash as Hex
+          yield* rpc(c, "anvil_dropTransaction", [hash])
+          const gone = yield* Effect.tryPromise(() => c.pub.getTransaction({ hash })).pipe(Effect.either)
+          expect(Either.isLeft(gone)).toBe(true)
+          yield* handle.tick
+          const back = yield* Effect.promise(() => c.pub.getTransaction({ hash }))
+          expect(back.hash).toBe(hash)
+          yield* Effect.promise(() => c.test.mine({ blocks: 4 }))
+          yield* handle.tick
+          yield* handle.tick
+          const outcome = (yield* r.status("dropped")).pipe(Option.getOrThrow)
+          expect(outcome.status).toBe("final")
+          expect(outcome.attempts).toEqual([hash])
+          expect(yield* balanceOf(c, recipient(902))).toBe(11n)
+        }),
+      ),
+    ),
+  )
+
+  it.effect("an included transaction re-organised away goes back to pending and still ends final once", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const { handle } = yield* relayer
+      yield* r.submit({
+        idempotencyKey: "reorged",
+        venue: "hyperliquid",
+        to: c.token,
+        data: mintData(recipient(903), 13n),
+      })
+      yield* handle.tick // signed and sent; automine includes it
+      yield* handle.tick
+      const included = (yield* r.status("reorged")).pipe(Option.getOrThrow)
+      expect(included.status).toBe("included")
+      // The block (not final: finalized = head - 2) is replaced; anvil drops its transactions.
+      yield* rpc(c, "anvil_reorg", [1, []])
+      yield* handle.tick
+      expect((yield* r.status("reorged")).pipe(Option.getOrThrow).status).toBe("pending")
+      const outcome = yield* whileMining(
+        c,
+        Effect.zipRight(
+          Effect.forkScoped(Effect.forever(Effect.zipRight(handle.tick, Effect.sleep("50 millis")))),
+          r.awaitOutcome("reorged", { timeout: "30 seconds" }),
+        ),
+      ).pipe(Effect.scoped)
+      expect(outcome.status).toBe("final")
+      expect(yield* balanceOf(c, recipient(903))).toBe(13n)
+    }),
+  )
+
+  it.effect("a nonce taken by a foreign transaction ends the request as replaced (dropped and replaced)", () =>
+    Effect.flatMap(TestChainTag, (c) =>
+      manualMining(
+        c,
+        Effect.gen(function* () {
+          const r = yield* Relayer
+          const { handle } = yield* relayer
+          yield* r.submit({
+            idempotencyKey: "foreign",
+            venue: "hyperliquid",
+            to: c.token,
+            data: mintData(recipient(904), 17n),
+          })
+          yield* handle.tick
+          const ours = (yield* r.status("foreign")).pipe(Option.getOrThrow)
+          yield* rpc(c, "anvil_dropTransaction", [ours.txHash])
+          // Someone else with the operator key uses the same nonce (a self-transfer).
+          const raw = yield* Effect.promise(() =>
+            account(OPERATOR).signTransaction({
+              chainId: c.chain.id,
+              type: "eip1559",
+              to: operator,
+              value: 0n,
+              nonce: Number(ours.nonce),
+              gas: 21_000n,
+              maxFeePerGas: 100n * 10n ** 9n,
+              maxPriorityFeePerGas: 2n * 10n ** 9n,
+            }),
+          )
+          yield* rpc(c, "eth_sendRawTransaction", [raw])
+          yield* Effect.promise(() => c.test.mine({ blocks: 4 }))
+          yield* handle.tick
+          const outcome = (yield* r.status("foreign")).pipe(Option.getOrThrow)
+          expect(outcome.status).toBe("replaced")
+          expect(yield* balanceOf(c, recipient(904))).toBe(0n)
+        }),
+      ),
+    ),
+  )
+})

@@ -1,0 +1,228 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { parseEventLogs } from "viem"
+import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
+import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
+import { indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { chainStatus, requestIntegrityCheck } from "../../src/Store/ChainIndex.ts"
+import { account, closeOrders, fundOrders, mine, orderIdOf, venueEntry } from "../support/ChainDevnet.ts"
+import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
+import { chainStack, TestChainTag } from "../support/ChainStack.ts"
+import { rawRequest } from "../support/Http.ts"
+import { baseUrl } from "../support/TestServer.ts"
+
+// finalized = latest - 2 (slots 1); pages of 4 blocks so that 40+ event blocks span many pages.
+const control = faultControl()
+const Live = chainStack({
+  anvil: { slotsInAnEpoch: 1 },
+  config: (c) => ({
+    venues: [
+      venueEntry(c, "hyperliquid", { watcher: { page_blocks: 4, poll_ms: 50, integrity_interval_seconds: 3600 } }),
+    ],
+  }),
+  transport: faultyTransport(control),
+})
+
+const owner = account(3)
+const relayer = account(8)
+const USDC = 1_000_000n
+
+const watcher = Effect.gen(function* () {
+  const { deployment } = yield* AppConfig
+  return (yield* makeVenueWatcher(deployment.venues[0])).handle
+})
+
+/** Polls until the cursor reaches the finalized head (or `tries` polls). */
+const pollUntilCaughtUp = (tries = 40) =>
+  Effect.gen(function* () {
+    const w = yield* watcher
+    for (let i = 0; i < tries; i++) {
+      yield* w.poll
+      const row = yield* chainStatus("hyperliquid")
+      if (row && row.finalizedBlock !== null && row.indexedBlock >= row.finalizedBlock) return row
+    }
+    return yield* Effect.die(new Error("watcher did not catch up"))
+  })
+
+const count = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ n: string }>`select count(*)::text as n from ${sql(table)} where venue = 'hyperliquid'`.pipe(
+      Effect.map((r) => Number(r[0]!.n)),
+    ),
+  )
+
+layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watcher", (it) => {
+  it.effect(
+    "ingests events from many blocks across page boundaries; a restart mid-ingest resumes exactly once per event",
+    () =>
+      Effect.gen(function* () {
+        const c = yield* TestChainTag
+        const sql = yield* SqlClient.SqlClient
+        const orders = yield* Effect.promise(() =>
+          fundOrders(c, { owner, relayer, label: "ingest", count: 40, amount: 10n * USDC }),
+        )
+        yield* Effect.promise(() =>
+          closeOrders(c, { owner, relayer, orderIds: orders.slice(0, 12).map((o) => o.orderId), nonceBase: 100n }),
+        )
+        yield* Effect.promise(() => mine(c, 3))
+
+        // First watcher "crashes" after 5 getLogs pages.
+        control.failMethodAfter = { method: "eth_getLogs", after: 5 }
+        const first = yield* watcher
+        const crashed = yield* Effect.either(first.poll)
+        expect(crashed._tag).toBe("Left")
+        control.failMethodAfter = undefined
+        const partialEvents = yield* count("escrow_events")
+        expect(partialEvents).toBeGreaterThan(0)
+
+        // A second watcher (fresh memory) resumes from the persisted cursor.
+        const row = yield* pollUntilCaughtUp()
+
+        const logs = yield* Effect.promise(() =>
+          c.pub.getLogs({
+            address: [c.escrow, c.legacy],
+            fromBlock: BigInt(c.deployment.contracts.token.block),
+            toBlock: row.indexedBlock,
+          }),
+        )
+        const expected = parseEventLogs({ abi: indexedEventsAbi, logs })
+        expect(expected.length).toBeGreaterThanOrEqual(40 + 12 + 4)
+        const stored = yield* sql<{ block_number: string; log_index: number; event: string }>`
+          select block_number::text, log_index, event from escrow_events where venue = 'hyperliquid'
+          order by block_number, log_index`
+        expect(stored.map((e) => `${e.block_number}:${e.log_index}:${e.event}`)).toEqual(
+          expected.map((e) => `${e.blockNumber}:${e.logIndex}:${e.eventName}`),
+        )
+        const blocks = new Set(stored.map((e) => e.block_number))
+        expect(blocks.size).toBeGreaterThan(40)
+
+        const indexed = yield* sql<{ order_id: string; available: string; block_hash: string }>`
+          select order_id, available::text, block_hash from escrow_orders where venue = 'hyperliquid'
+          and order_id like ${`${orderIdOf("ingest", 0).slice(0, 16)}%`} order by order_id`
+        expect(indexed.length).toBe(40)
+        const closed = new Set(orders.slice(0, 12).map((o) => o.orderId.toLowerCase()))
+        for (const o of indexed) {
+          expect(o.available).toBe(closed.has(o.order_id) ? "0" : String(10n * USDC))
+          expect(o.block_hash).toMatch(/^0x[0-9a-f]{64}$/)
+        }
+        expect(yield* count("escrow_closes")).toBe(12)
+        expect(yield* count("escrow_used_nonces")).toBe(12)
+        expect(yield* count("legacy_offers")).toBe(3)
+        const reclaimed = yield* sql<{ n: string }>`
+          select count(*)::text as n from legacy_offers where venue = 'hyperliquid' and reclaimed`
+        expect(reclaimed[0]!.n).toBe("1")
+
+        // Nothing above the finalized head was taken.
+        const top = yield* sql<{ b: string }>`
+          select coalesce(max(block_number), 0)::text as b from escrow_events where venue = 'hyperliquid'`
+        expect(BigInt(top[0]!.b)).toBeLessThanOrEqual(row.finalizedBlock!)
+        expect(row.indexedBlock).toBe(row.finalizedBlock)
+
+        // The journal got one summary row per page that held events.
+        const journal = yield* sql<{ events: number }>`
+          select (payload->>'events')::int as events from journal where kind = 'chain.indexed'`
+        expect(journal.reduce((s, j) => s + j.events, 0)).toBe(stored.length)
+
+        // The first integrity check ran at the cursor and found nothing.
+        const after = yield* chainStatus("hyperliquid")
+        expect(after!.integrityMismatch).toBe(false)
+        expect(after!.integrityCompletedAt).not.toBeNull()
+      }),
+  )
+
+  it.effect("the integrity check latches the first differing key on demand, and /health turns 503", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const w = yield* watcher
+      const target = orderIdOf("ingest", 20).toLowerCase()
+      yield* sql`update escrow_orders set available = available + 1 where venue = 'hyperliquid' and order_id = ${target}`
+      yield* requestIntegrityCheck("hyperliquid")
+      yield* w.poll
+      const row = yield* chainStatus("hyperliquid")
+      expect(row!.integrityMismatch).toBe(true)
+      expect(row!.integrityError).toContain(`order ${target} available`)
+      expect(row!.integrityError).toContain("indexed 10000001, chain 10000000")
+      const health = yield* rawRequest(`${yield* baseUrl}/health`)
+      expect(health.status).toBe(503)
+      const chain = (health.json as { chains: Array<Record<string, unknown>> }).chains[0]!
+      expect(chain.integrity_mismatch).toBe(true)
+      expect(chain.ready).toBe(false)
+      expect(chain.integrity_error).toContain(target)
+      // Latched: a later clean check does not clear it; the operator does.
+      yield* sql`update escrow_orders set available = available - 1 where venue = 'hyperliquid' and order_id = ${target}`
+      yield* requestIntegrityCheck("hyperliquid")
+      yield* w.poll
+      expect((yield* chainStatus("hyperliquid"))!.integrityMismatch).toBe(true)
+      yield* sql`update chain_status set integrity_mismatch = false, integrity_error = '' where venue = 'hyperliquid'`
+    }),
+  )
+
+  it.effect("an event in a block re-organised away above the finalized head never becomes indexed", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const sql = yield* SqlClient.SqlClient
+      yield* pollUntilCaughtUp()
+      const [order] = yield* Effect.promise(() =>
+        fundOrders(c, { owner, relayer, label: "reorged", count: 1, amount: 5n * USDC }),
+      )
+      // The funding is in the head block: not final (finalized = head - 2). The watcher skips it.
+      yield* pollUntilCaughtUp()
+      const hidden = yield* sql`select 1 from escrow_orders where order_id = ${order!.orderId.toLowerCase()}`
+      expect(hidden.length).toBe(0)
+      // Replace the two newest blocks (above finalized): the funding vanishes (anvil drops re-orged transactions).
+      yield* Effect.promise(() => c.test.request({ method: "anvil_reorg", params: [2, []] } as never))
+      yield* Effect.promise(() => mine(c, 4))
+      const row = yield* pollUntilCaughtUp()
+      expect(row.integrityMismatch).toBe(false)
+      const after = yield* sql`select 1 from escrow_orders where order_id = ${order!.orderId.toLowerCase()}`
+      expect(after.length).toBe(0)
+      const onChain = yield* Effect.promise(() =>
+        c.pub.readContract({
+          abi: settlementEscrowAbi,
+          address: c.escrow,
+          functionName: "getOrder",
+          args: [order!.orderId],
+        }),
+      )
+      expect(onChain.available).toBe(0n)
+    }),
+  )
+
+  it.effect("a reorg below the finalized head latches the alarm, stops ingestion, and /health is 503", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const w = yield* watcher
+      const before = yield* pollUntilCaughtUp()
+      yield* Effect.promise(() => c.test.request({ method: "anvil_reorg", params: [8, []] } as never))
+      yield* Effect.promise(() => mine(c, 3))
+      yield* w.poll
+      const row = yield* chainStatus("hyperliquid")
+      expect(row!.integrityMismatch).toBe(true)
+      expect(row!.integrityError).toMatch(/finality violated: (finalized|indexed) block \d+ hash changed/)
+      // History is not rewritten: the cursor stays where it was.
+      expect(row!.indexedBlock).toBe(before.indexedBlock)
+      yield* Effect.promise(() => mine(c, 5))
+      yield* w.poll
+      expect((yield* chainStatus("hyperliquid"))!.indexedBlock).toBe(before.indexedBlock)
+      const health = yield* rawRequest(`${yield* baseUrl}/health`)
+      expect(health.status).toBe(503)
+      expect((health.json as { status: string }).status).toBe("degraded")
+    }),
+  )
+
+  it.effect("the watcher loop keeps running through failures (interruptible)", () =>
+    Effect.gen(function* () {
+      const { deployment } = yield* AppConfig
+      const { run } = yield* makeVenueWatcher(deployment.venues[0])
+      control.mode = "unreachable"
+      const fiber = yield* Effect.fork(run)
+      yield* Effect.sleep("600 millis")
+      const row = yield* chainStatus("hyperliquid")
+      expect(row!.error).toContain("rpc")
+      control.mode = "ok"
+      yield* Fiber.interrupt(fiber)
+    }),
+  )
+})
