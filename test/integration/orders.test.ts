@@ -1,47 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
-import { startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
-import { TestDatabaseLive } from "../support/Database.ts"
+import { Chains, devnetStack } from "../support/DevnetStack.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
-import { testAppConfig } from "../support/TestConfig.ts"
-import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+import { baseUrl } from "../support/TestServer.ts"
 
-class Chains extends Effect.Tag("test/Chains")<Chains, { readonly hl: TestChain; readonly aster: TestChain }>() {}
-
-/** Two real devnet chains with the contracts deployed, and the service configured on them. */
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const [hl, aster] = yield* Effect.all(
-      [
-        Effect.acquireRelease(
-          Effect.promise(() => startTestChain({ chainId: 999, kind: "hyperliquid" })),
-          (c) => Effect.promise(() => c.anvil.stop()),
-        ),
-        Effect.acquireRelease(
-          Effect.promise(() => startTestChain({ chainId: 42161, kind: "aster" })),
-          (c) => Effect.promise(() => c.anvil.stop()),
-        ),
-      ],
-      { concurrency: 2 },
-    )
-    const config = testAppConfig({
-      venues: [venueEntry(hl, "hyperliquid"), venueEntry(aster, "aster")].map(({ legacy_escrow: _legacy, ...v }) => v),
-      auth: { rpc_urls: [hl.anvil.rpcUrl] },
-    })
-    return TestHttpLive.pipe(
-      Layer.provideMerge(TestDatabaseLive),
-      Layer.provideMerge(config),
-      Layer.merge(Layer.succeed(Chains, { hl, aster })),
-    )
-  }),
-)
+const Live = devnetStack()
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } }).error?.code
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
