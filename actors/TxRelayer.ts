@@ -5,6 +5,7 @@ import { Cause, Clock, Duration, Effect, Layer, Queue, Random, Redacted, Schedul
 import { type Address, type Hex, keccak256, type PublicClient, type TransactionReceipt } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import {
   decidePending,
@@ -14,7 +15,7 @@ import {
   replacementFees,
   revertDataOf,
 } from "../src/Chain/RelayerPolicy.ts"
-import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import {
   type AttemptRow,
@@ -390,12 +391,8 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         }
         if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
         failures++
-        const failure = Cause.failureOption(exit.cause)
-        const terminal = failure._tag === "Some" && failure.value instanceof RpcError && !failure.value.retryable
-        const error =
-          failure._tag === "Some" && failure.value instanceof RpcError
-            ? `rpc ${failure.value.method}: ${failure.value.message}`
-            : Cause.pretty(exit.cause)
+        const terminal = isTerminal(exit.cause)
+        const error = describeCause(exit.cause)
         // Once per streak, then every 20th failure: a dead RPC must not flood the log.
         if (failures === 1 || failures % 20 === 0) {
           yield* Effect.logWarning("relayer pass failed", { venue: venue.id, failures, error })

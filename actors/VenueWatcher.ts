@@ -5,6 +5,7 @@ import type { Address, Hex, PublicClient } from "viem"
 import { legacyEscrowAbi, settlementEscrowAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { decodeLogs, type IndexState } from "../src/Chain/EscrowIndex.ts"
+import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
@@ -88,28 +89,9 @@ const blockHashAt = (client: PublicClient, n: bigint) =>
     retryRpc,
   )
 
-const describe = (cause: Cause.Cause<unknown>): string => {
-  const failure = Cause.failureOption(cause)
-  if (failure._tag === "Some") {
-    const e = failure.value
-    if (e instanceof RpcError) return `rpc ${e.method}: ${e.message}`
-    if (e instanceof Error) return e.message
-    if (typeof e === "object" && e !== null && "_tag" in e) {
-      const tagged = e as { _tag: string; message?: string }
-      return tagged.message ? `${tagged._tag}: ${tagged.message}` : tagged._tag
-    }
-    return String(e)
-  }
+const isTerminalOrMismatch = (cause: Cause.Cause<unknown>): boolean => {
   const defect = Cause.dieOption(cause)
-  if (defect._tag === "Some") return defect.value instanceof Error ? defect.value.message : String(defect.value)
-  return "interrupted"
-}
-
-const isTerminal = (cause: Cause.Cause<unknown>): boolean => {
-  const failure = Cause.failureOption(cause)
-  if (failure._tag === "Some") return failure.value instanceof RpcError && !failure.value.retryable
-  const defect = Cause.dieOption(cause)
-  return defect._tag === "Some" && defect.value instanceof ChainMismatch
+  return isTerminal(cause) || (defect._tag === "Some" && defect.value instanceof ChainMismatch)
 }
 
 /** Reads the escrow's answers for every indexed key at `block`. */
@@ -387,12 +369,12 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         }
         if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
         failures++
-        const message = describe(exit.cause)
+        const message = describeCause(exit.cause)
         yield* recordChainError(venue.id, message).pipe(Effect.ignore)
         if (failures === 1 || failures % 20 === 0) {
           yield* Effect.logWarning("venue watcher poll failed", { venue: venue.id, failures, error: message })
         }
-        const base = isTerminal(exit.cause)
+        const base = isTerminalOrMismatch(exit.cause)
           ? MAX_BACKOFF_MS
           : Math.min(MAX_BACKOFF_MS, settings.poll_ms * 2 ** (failures - 1))
         const jitter = yield* Random.nextRange(0.8, 1.2)
