@@ -3,6 +3,7 @@ import { Clock, Effect, Option } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex, hexToNumber, slice, verifyTypedData } from "viem"
 import { settlementEscrowAbi } from "../Chain/artifacts/index.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
+import { Relayer } from "../Chain/Relayer.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
 import { fundOrderTypedData, quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
@@ -21,7 +22,6 @@ import {
 } from "../Store/Orders.ts"
 import { findQuoteIdentity } from "../Store/QuoteIdentities.ts"
 import { cancelQuoteSets, latestQuoteSet, publishQuoteSet, type QuoteSetRow } from "../Store/QuoteSets.ts"
-import { insertRequest } from "../Store/Relayer.ts"
 import { Api } from "./Api.ts"
 import {
   apiError,
@@ -127,6 +127,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
   Effect.gen(function* () {
     const { deployment, operator } = yield* AppConfig
     const clients = yield* ChainClients
+    const relayer = yield* Relayer
     const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
     return handlers
       .handle("create", ({ payload }) =>
@@ -260,17 +261,20 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             ],
           })
           const now = yield* Clock.currentTimeMillis
-          yield* insertRequest({
-            idempotencyKey: `fund:${order.id}`,
-            venue: venue.id,
-            chainId: venue.chain_id,
-            signer: operator,
-            target: venue.escrow,
-            functionName: "fund",
-            calldata,
-            value: 0n,
-            master: session.master,
-          }).pipe(Effect.orDie)
+          yield* relayer
+            .submit({
+              idempotencyKey: `fund:${order.id}`,
+              venue: venue.id,
+              to: getAddress(venue.escrow),
+              data: calldata,
+              master: session.master,
+            })
+            .pipe(
+              Effect.catchTags({
+                IdempotencyConflict: () => apiError(StateConflict, "this order is already being funded"),
+                RelayerRejected: (e) => Effect.dieMessage(`fund call not relayable: ${e.reason}`),
+              }),
+            )
           yield* markFunding(order.id, { fund_order: payload.fund_order, permit: payload.permit }, now).pipe(
             Effect.orDie,
           )

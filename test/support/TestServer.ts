@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServer } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
 import { ChainStatusBoard } from "../../src/Chain/ChainStatusBoard.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
 import { Api } from "../../src/Http/Api.ts"
 import { RequestBody } from "../../src/Http/RequestBody.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
@@ -40,7 +41,7 @@ export const TestHttpLive = httpLayer({
   port: 0,
   host: "127.0.0.1",
   api: { layer: TestApiLive, routes: routesOf(TestApi) },
-}).pipe(Layer.provideMerge(ChainStatusBoard.Live))
+}).pipe(Layer.provideMerge(Layer.mergeAll(ChainStatusBoard.Live, Relayer.Live)))
 
 export const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
   server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : "",
