@@ -74,7 +74,7 @@ const program = Effect.gen(function* () {
   )
 })
 
-Effect.runPromise(program.pipe(Effect.provide(testStackWithChain()), Effect.scoped, Effect.withTracerEnabled(process.env.TRACER !== "off"))).then(
+Effect.runPromise(program.pipe(Effect.provide(testStackWithChain()), Effect.scoped)).then(
   () => process.exit(0),
   (e) => {
     console.error(e)
