@@ -4,6 +4,7 @@ import { LeaseKeeperLive } from "./LeaseKeeper.ts"
 import { OrderFundingLive } from "./OrderFunding.ts"
 import { TxRelayersLive } from "./TxRelayer.ts"
 import { VenueWatchersLive } from "./VenueWatcher.ts"
+import { WithdrawalDeskLive } from "./WithdrawalDesk.ts"
 
 /** Every actor this runner hosts. Each runner registers all of them; the cluster places them. */
 export const ActorsLive = Layer.mergeAll(
@@ -12,4 +13,5 @@ export const ActorsLive = Layer.mergeAll(
   OrderFundingLive,
   VenueWatchersLive,
   TxRelayersLive,
+  WithdrawalDeskLive,
 )

@@ -71,6 +71,35 @@ export class RelayerSettings extends Schema.Class<RelayerSettings>("RelayerSetti
   allow: Schema.optionalWith(Schema.Array(RelayerAllow), { default: () => [] }),
 }) {}
 
+/**
+ * How the service talks to a venue's own API (src/Venues/VenueAdaptersLive.ts). Every field is optional; the
+ * defaults are the venues' documented mainnet values. Only what the devnet or a test environment needs to change
+ * is exposed.
+ */
+export class VenueApiSettings extends Schema.Class<VenueApiSettings>("VenueApiSettings")({
+  /** A venue request without an answer after this long is "no answer" (an unknown outcome for a transfer). */
+  request_timeout_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  /** EIP-712 domain chain id of user-signed venue actions (Hyperliquid transfers, Aster agent approvals). */
+  signature_chain_id: Schema.optionalWith(PositiveInt, { default: () => 42161 }),
+  /** Hyperliquid environment of signed actions. */
+  hyperliquid_chain: Schema.optionalWith(Schema.Literal("Mainnet", "Testnet"), {
+    default: () => "Mainnet" as const,
+  }),
+  /** Hyperliquid `sendAsset` USDC token string; default the environment's. */
+  usdc_token: Schema.optional(Schema.NonEmptyTrimmedString),
+  /** Hyperliquid nonce window (defaults 2 days past, 1 day ahead): how long a signed transfer may still land. */
+  nonce_window_past_ms: Schema.optional(PositiveInt),
+  nonce_window_future_ms: Schema.optional(PositiveInt),
+  /** Aster V3 request-signing domain chain id (1666 mainnet, 714 testnet). */
+  api_chain_id: Schema.optional(PositiveInt),
+  /** Aster asset name; default the venue's `symbol`. */
+  asset: Schema.optional(Schema.NonEmptyTrimmedString),
+  /** Aster chain of `to: wallet` withdrawals; default the escrow chain. */
+  wallet_chain_id: Schema.optional(PositiveInt),
+  /** Aster: an agent approval is relayed only while its nonce is this fresh (the venue's window is 10 s). */
+  agent_approval_window_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+}) {}
+
 export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   id: VenueId,
   name: Schema.NonEmptyTrimmedString,
@@ -88,6 +117,7 @@ export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   legacy_escrow: Schema.optional(Address),
   watcher: Schema.optionalWith(WatcherSettings, { default: () => WatcherSettings.make({}) }),
   relayer: Schema.optionalWith(RelayerSettings, { default: () => RelayerSettings.make({}) }),
+  venue_api: Schema.optionalWith(VenueApiSettings, { default: () => VenueApiSettings.make({}) }),
 }) {}
 
 export class Limits extends Schema.Class<Limits>("Limits")({
@@ -127,6 +157,19 @@ export class AuthConfig extends Schema.Class<AuthConfig>("AuthConfig")({
   statement: Schema.optionalWith(Schema.String, { default: () => "Sign in to the settlement service." }),
 }) {}
 
+/** How withdrawals are relayed (actors/WithdrawalDesk.ts) and prepared. */
+export class WithdrawalSettings extends Schema.Class<WithdrawalSettings>("WithdrawalSettings")({
+  /** Pause between two looks for queued withdrawals, milliseconds. */
+  poll_ms: Schema.optionalWith(PositiveInt, { default: () => 250 }),
+  /** First pause before an unknown withdrawal is checked against venue evidence again; doubles up to the max. */
+  reconcile_ms: Schema.optionalWith(PositiveInt, { default: () => 2_000 }),
+  reconcile_max_ms: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
+  /** Withdrawals relayed or reconciled at once (each account has at most one in flight). */
+  concurrency: Schema.optionalWith(PositiveInt, { default: () => 16 }),
+  /** A prepared withdrawal must be submitted within this many seconds (and within the venue's nonce window). */
+  preparation_ttl_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
+}) {}
+
 /** Never echoes the value: a decode failure names the field only. */
 const PrivateKey = Schema.Redacted(
   Schema.String.pipe(
@@ -149,6 +192,12 @@ export class DeploymentConfig extends Schema.Class<DeploymentConfig>("Deployment
     app_origins: Schema.NonEmptyArray(Origin),
     admins: Schema.optionalWith(Schema.Array(Address), { default: () => [] }),
     operator_key: PrivateKey,
+    withdrawals: Schema.optionalWith(WithdrawalSettings, { default: () => WithdrawalSettings.make({}) }),
+    /**
+     * Secret the at-rest key of the per-account venue agent keys is derived from; default: the operator key
+     * (rotating that key then requires every Aster account to link again).
+     */
+    agent_key_secret: Schema.optional(PrivateKey),
   },
   { parseOptions: { onExcessProperty: "error" } },
 ) {}

@@ -15,6 +15,8 @@ import {
   SignatureMalformed,
   SignatureMalleable,
   StateConflict,
+  VenueRefused,
+  VenueUnavailable,
 } from "./Errors.ts"
 import { RequestBody } from "./RequestBody.ts"
 import { Authentication } from "./Security.ts"
@@ -55,10 +57,22 @@ export class AccountApi extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.post("linkChallenge", "/v1/accounts/challenge")
       .setPayload(RequestBody("LinkChallengeRequest", { venue: VenueId, address: Address }))
-      .addSuccess(Schema.Struct({ nonce: Schema.String, message: Schema.String, expires_at: Timestamp }))
+      .addSuccess(
+        Schema.Struct({
+          nonce: Schema.String,
+          message: Schema.String,
+          expires_at: Timestamp,
+          typed_data: Schema.optional(Schema.Unknown),
+        }),
+      )
       .addError(Forbidden)
       .addError(NotFound)
-      .annotate(OpenApi.Description, "A one-use link message, valid ten minutes, to be signed by `address`."),
+      .annotate(
+        OpenApi.Description,
+        "A one-use link message, valid ten minutes, to be signed by `address` with personal_sign. On a venue that " +
+          "needs its own proof (the agent-approval venue) it is that venue's agent approval instead: `typed_data` " +
+          "to sign with eth_signTypedData_v4 within seconds, `message` its body.",
+      ),
   )
   .add(
     HttpApiEndpoint.post("link", "/v1/accounts")
@@ -82,9 +96,14 @@ export class AccountApi extends HttpApiGroup.make("account")
       .addError(SignatureMalleable)
       .addError(SignatureInvalid)
       .addError(ChainUnavailable)
+      .addError(VenueRefused)
+      .addError(VenueUnavailable)
       .annotate(
         OpenApi.Description,
-        "Links a venue account (one per venue). nonce and signature are omitted only for the master address.",
+        "Links a venue account (one per venue). nonce and signature are omitted only for the master address. On " +
+          "the agent-approval venue the signed approval is registered with the venue first and the link expires " +
+          "with it (expires_at, 365 days); the master address links there without a signature only while the " +
+          "service holds its live approval (from the venue's sign-in).",
       ),
   )
   .add(

@@ -15,7 +15,10 @@ import {
   unlinkIfUnused,
 } from "../Store/LinkedAccounts.ts"
 import { revokeSession } from "../Store/Sessions.ts"
+import { agentKeyring, findAgentLinkChallenge, insertAgentLinkChallenge } from "../Store/VenueAgents.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
+import { VenueAdapters } from "../Venues/VenueAdapters.ts"
+import { agentApprovalVenue, agentLink, issueAgentApproval, linkMasterWithLiveAgent } from "./AgentApproval.ts"
 import { Api } from "./Api.ts"
 import {
   AccountInUse,
@@ -26,6 +29,7 @@ import {
   InvalidRequest,
   NotFound,
   StateConflict,
+  VenueUnavailable,
 } from "./Errors.ts"
 import { requireAdmin, requireSession } from "./Guards.ts"
 import { signatureOnlyFailure } from "./SignatureFailure.ts"
@@ -48,6 +52,14 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
     const venues = new Set(deployment.venues.map((v) => v.id))
     const knownVenue = (venue: string) =>
       venues.has(venue) ? Effect.void : apiError(NotFound, `unknown venue ${venue}; see GET /v1/venues`)
+    const adapters = yield* VenueAdapters
+    const ring = agentKeyring(deployment)
+    const linkedOrConflict = (venue: string, outcome: { readonly _tag: string; readonly row?: LinkedAccountRow }) =>
+      outcome._tag === "Linked" && outcome.row !== undefined
+        ? Effect.succeed(toLinkedAccount(outcome.row))
+        : outcome._tag === "VenueTaken"
+          ? apiError(StateConflict, `an account is already linked on ${venue}; unlink it first`)
+          : apiError(StateConflict, "this address is linked to another account on this venue")
     return handlers
       .handle("me", () =>
         Effect.gen(function* () {
@@ -81,6 +93,27 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
           const now = yield* Clock.currentTimeMillis
           const nonce = yield* randomHex(16)
           const address = payload.address.toLowerCase()
+          // A venue that needs its own proof links with its agent approval instead of the generic message.
+          const approvalVenue = agentApprovalVenue(deployment, adapters, payload.venue)
+          if (Option.isSome(approvalVenue)) {
+            const issued = yield* issueAgentApproval(approvalVenue.value, ring, address)
+            yield* insertAgentLinkChallenge({
+              nonce,
+              master: session.master,
+              venue: payload.venue,
+              address,
+              message: issued.message,
+              nowMs: now,
+              expiresMs: issued.expiresMs,
+              agent: { typedData: issued.typedData, agent: issued.agent, ciphertext: issued.ciphertext },
+            }).pipe(Effect.orDie)
+            return {
+              nonce,
+              message: issued.message,
+              expires_at: toRfc3339(issued.expiresMs),
+              typed_data: issued.typedData,
+            }
+          }
           const expires = now + LINK_TTL_MS
           const message = buildLinkMessage({
             domain,
@@ -110,9 +143,20 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
           const address = payload.address.toLowerCase()
           const now = yield* Clock.currentTimeMillis
           const isMaster = address === session.master
+          const approvalVenue = agentApprovalVenue(deployment, adapters, payload.venue)
           if (payload.nonce === undefined || payload.signature === undefined) {
             if (!isMaster || payload.nonce !== undefined || payload.signature !== undefined) {
               return yield* apiError(InvalidRequest, "nonce and signature are required unless address is the master")
+            }
+            if (Option.isSome(approvalVenue)) {
+              const linked = yield* linkMasterWithLiveAgent(approvalVenue.value, ring, session.master)
+              if (Option.isNone(linked)) {
+                return yield* apiError(
+                  InvalidRequest,
+                  `${payload.venue} needs its agent approval: POST /v1/accounts/challenge, sign typed_data, then link`,
+                )
+              }
+              return yield* linkedOrConflict(payload.venue, linked.value)
             }
           } else {
             const consumed = yield* consumeLinkChallenge(payload.nonce, session.master, now).pipe(Effect.orDie)
@@ -126,6 +170,20 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
             }
             if (challenge.expires_at.getTime() <= now)
               return yield* apiError(ChallengeExpired, "the link challenge expired")
+            const agentChallenge = yield* findAgentLinkChallenge(payload.nonce, session.master).pipe(Effect.orDie)
+            if (Option.isSome(agentChallenge)) {
+              if (Option.isNone(approvalVenue)) {
+                return yield* apiError(VenueUnavailable, `the service has no API access to ${payload.venue} any more`)
+              }
+              const linked = yield* agentLink({
+                v: approvalVenue.value,
+                master: session.master,
+                address,
+                challenge: agentChallenge.value,
+                signature: payload.signature,
+              })
+              return yield* linkedOrConflict(payload.venue, linked)
+            }
             yield* verifySiweSignature({
               message: challenge.message,
               signature: payload.signature as `0x${string}`,

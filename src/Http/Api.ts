@@ -6,6 +6,7 @@ import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
 import { MakersApi } from "./MakersApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
+import { WithdrawalsApi } from "./WithdrawalsApi.ts"
 
 /**
  * The HTTP contract. Errors every route can answer are declared once here; groups add their own.
@@ -20,6 +21,7 @@ export class Api extends HttpApi.make("settlement")
   .add(AdminApi)
   .add(MakersApi)
   .add(OrdersApi)
+  .add(WithdrawalsApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { getAddress } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig, siweSettings } from "../Config.ts"
@@ -10,8 +10,19 @@ import { ensureAccount } from "../Store/Accounts.ts"
 import { consumeSiweChallenge, insertSiweChallenge } from "../Store/Challenges.ts"
 import { takeTokens } from "../Store/RateLimiter.ts"
 import { insertSession } from "../Store/Sessions.ts"
+import { agentKeyring, findAgentSignInChallenge, insertAgentSignInChallenge } from "../Store/VenueAgents.ts"
+import { VenueAdapters } from "../Venues/VenueAdapters.ts"
+import { agentApprovalVenue, agentSignIn, issueAgentApproval } from "./AgentApproval.ts"
 import { Api } from "./Api.ts"
-import { apiError, ChallengeExpired, ChallengeUnknown, ChallengeUsed, RateLimited } from "./Errors.ts"
+import {
+  apiError,
+  ChallengeExpired,
+  ChallengeUnknown,
+  ChallengeUsed,
+  NotFound,
+  RateLimited,
+  VenueUnavailable,
+} from "./Errors.ts"
 import { retryAfter } from "./Security.ts"
 import { signatureFailure } from "./SignatureFailure.ts"
 
@@ -29,6 +40,8 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
     const siwe = siweSettings(deployment)
     const clients = yield* ChainClients
     const initialAccess = deployment.access.mode === "open" ? "granted" : "required"
+    const adapters = yield* VenueAdapters
+    const ring = agentKeyring(deployment)
     return handlers
       .handle("challenge", ({ payload }) =>
         Effect.gen(function* () {
@@ -37,6 +50,35 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
           if (!decision.allowed) {
             yield* retryAfter(decision.retryAfterSeconds)
             return yield* apiError(RateLimited, `too many challenges; retry in ${decision.retryAfterSeconds} s`)
+          }
+          if (payload.venue !== undefined) {
+            // The agent-approval venue signs in with its own proof (spec auth/challenge rule 3).
+            const venueId = payload.venue
+            const venue = deployment.venues.find((v) => v.id === venueId)
+            if (venue === undefined) return yield* apiError(NotFound, `unknown venue ${venueId}; see GET /v1/venues`)
+            const approvalVenue = agentApprovalVenue(deployment, adapters, venueId)
+            if (Option.isSome(approvalVenue)) {
+              const issued = yield* issueAgentApproval(approvalVenue.value, ring, address)
+              const agentNonce = yield* randomHex(16)
+              yield* insertAgentSignInChallenge({
+                nonce: agentNonce,
+                address,
+                venue: venueId,
+                message: issued.message,
+                nowMs: yield* Clock.currentTimeMillis,
+                expiresMs: issued.expiresMs,
+                agent: { typedData: issued.typedData, agent: issued.agent, ciphertext: issued.ciphertext },
+              }).pipe(Effect.orDie)
+              return {
+                message: issued.message,
+                nonce: agentNonce,
+                expires_at: toRfc3339(issued.expiresMs),
+                typed_data: issued.typedData,
+              }
+            }
+            if (venue.kind === "aster") {
+              return yield* apiError(VenueUnavailable, `the service has no API access to ${venueId} for its sign-in`)
+            }
           }
           const now = yield* Clock.currentTimeMillis
           const nonce = yield* randomHex(16)
@@ -65,6 +107,17 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
           if (consumed._tag === "AlreadyUsed") return yield* apiError(ChallengeUsed, "this challenge was already used")
           const challenge = consumed.challenge
           if (challenge.expires_at.getTime() <= now) return yield* apiError(ChallengeExpired, "the challenge expired")
+          const agentChallenge = yield* findAgentSignInChallenge(payload.nonce).pipe(Effect.orDie)
+          if (Option.isSome(agentChallenge)) {
+            return yield* agentSignIn({
+              deployment,
+              adapters,
+              challenge: { ...agentChallenge.value, address: challenge.address },
+              signature: payload.signature,
+              initialAccess,
+              sessionMs: siwe.sessionMs,
+            })
+          }
           yield* verifySiwe({
             message: challenge.message,
             signature: payload.signature,

@@ -45,6 +45,11 @@ export const AccountInUse = define("ACCOUNT_IN_USE", 409, "An open order, nonfin
 export const LeaseExpired = define("LEASE_EXPIRED", 409, "The quote identity's lease is not live at this generation.")
 export const QuoteStale = define("QUOTE_STALE", 409, "The quote set's sequence does not exceed the last one.")
 export const ChallengeUsed = define("CHALLENGE_USED", 409, "The challenge nonce was already used.")
+export const WithdrawalPending = define(
+  "WITHDRAWAL_PENDING",
+  409,
+  "A queued, submitting or unknown withdrawal on this venue account blocks another.",
+)
 export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
 export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
 export const ChallengeExpired = define("CHALLENGE_EXPIRED", 422, "The challenge or signed message has expired.")
@@ -59,9 +64,11 @@ export const SignatureMalformed = define("SIGNATURE_MALFORMED", 422, "Not a 65-b
 export const SignatureMalleable = define("SIGNATURE_MALLEABLE", 422, "High-s signature (EIP-2): sign again.")
 export const SignatureInvalid = define("SIGNATURE_INVALID", 422, "The signature is not by the required signer.")
 export const InsufficientBalance = define("INSUFFICIENT_BALANCE", 422, "The amount exceeds what is available.")
+export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
 export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
 export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
 export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.")
+export const VenueUnavailable = define("VENUE_UNAVAILABLE", 503, "The venue's API failed or is not configured.")
 
 /** Every code with its status; the README's error table and the OpenAPI document mirror it. */
 export const ALL_ERRORS = [
@@ -76,6 +83,7 @@ export const ALL_ERRORS = [
   LeaseExpired,
   QuoteStale,
   ChallengeUsed,
+  WithdrawalPending,
   PayloadTooLarge,
   ChallengeUnknown,
   ChallengeExpired,
@@ -90,9 +98,11 @@ export const ALL_ERRORS = [
   SignatureMalleable,
   SignatureInvalid,
   InsufficientBalance,
+  VenueRefused,
   RateLimited,
   Internal,
   ChainUnavailable,
+  VenueUnavailable,
 ] as const
 
 export const codeOf = (schema: {

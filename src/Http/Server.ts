@@ -6,6 +6,7 @@ import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
+import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
 import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
@@ -18,6 +19,7 @@ import { MakersHandlers } from "./MakersHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
+import { WithdrawalsHandlers } from "./WithdrawalsHandlers.ts"
 
 /** Every group's handlers; tests add a probe group to the same API id on top of these. */
 export const HandlersLive = Layer.mergeAll(
@@ -28,8 +30,10 @@ export const HandlersLive = Layer.mergeAll(
   AdminHandlers,
   MakersHandlers,
   OrdersHandlers,
+  WithdrawalsHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
+  Layer.provide(VenueAdaptersLive),
   Layer.provide(CredentialResolverLive),
   Layer.provide(ChainClients.Live),
   Layer.provide(SecureRandom.Live),

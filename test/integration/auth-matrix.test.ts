@@ -96,6 +96,19 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
     },
   },
   "DELETE /v1/orders/:id/quotes": { kind: "quoting", path: `/v1/orders/${anyOrder}/quotes` },
+  "POST /v1/withdrawals/prepare": { kind: "session", body: { venue: "aster", amount: "1000000", to: "signer" } },
+  "POST /v1/withdrawals": {
+    kind: "session",
+    body: {
+      venue: "aster",
+      amount: "1000000",
+      to: "signer",
+      typed_data: { types: {}, primaryType: "Action", domain: {}, message: {} },
+      signature: `0x${"11".repeat(65)}`,
+    },
+  },
+  "GET /v1/withdrawals/history": { kind: "session" },
+  "GET /v1/withdrawals/:id": { kind: "session", path: `/v1/withdrawals/${anyUuid}` },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
