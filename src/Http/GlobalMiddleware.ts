@@ -4,6 +4,7 @@ import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
 
 export interface GlobalMiddlewareOptions {
   readonly origins: ReadonlyArray<string>
+  readonly exposedHeaders: ReadonlyArray<string>
 }
 
 const randomUuid = Effect.map(Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]), (words) => {
@@ -29,7 +30,7 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
     allowedOrigins: [...options.origins],
     allowedHeaders: ["authorization", "content-type", "x-request-id"],
     allowedMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-    exposedHeaders: ["x-request-id", "x-server-time", "retry-after"],
+    exposedHeaders: [...options.exposedHeaders],
     maxAge: 600,
   })
   return (app: HttpApp.Default): HttpApp.Default => {

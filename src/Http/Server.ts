@@ -4,6 +4,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
+import { toRfc3339 } from "../Domain/Primitives.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
 import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
@@ -12,8 +13,10 @@ import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
 import { AuthHandlers } from "./AuthHandlers.ts"
 import { CredentialResolverLive } from "./CredentialResolverLive.ts"
+import { installFastPaths } from "./FastPath.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
+import { infoFixed } from "./InfoBody.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -46,6 +49,8 @@ export interface HttpOptions<R = never> {
   readonly host: string
   /** The API to serve and its routes; tests pass Api plus a probe group. */
   readonly api: { readonly layer: Layer.Layer<HttpApi.Api, never, R>; readonly routes: ReadonlyArray<Route> }
+  /** Serve GET /v1/info ahead of the framework (default true; tests compare both paths). */
+  readonly fastPaths?: boolean
 }
 
 /** The one start-up line saying where the service listens. */
@@ -53,13 +58,32 @@ const announce = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Console.log(`settlement service listening on ${address}`)),
 )
 
+/** The exposed headers of every response (CORS), for the framework and the fast path alike. */
+const EXPOSED_HEADERS = ["x-request-id", "x-server-time", "retry-after"]
+
 export const httpLayer = <R = never>(options: HttpOptions<R>) =>
   Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) =>
-      HttpApiBuilder.serve(
-        globalMiddleware({
-          origins: config.deployment.app_origins,
-        }),
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const clock = yield* Effect.clock
+      // server_time is the only part that changes: splice it into the fixed JSON, in schema order.
+      const { api_version, ...rest } = infoFixed(config)
+      const template = JSON.stringify({ api_version, server_time: "\u0000", ...rest })
+      const [head, tail] = template.split('"\\u0000"') as [string, string]
+      const makeServer = () => {
+        const server = createServer()
+        if (options.fastPaths !== false) {
+          installFastPaths(server, {
+            routes: [{ path: "/v1/info", render: (now) => `${head}"${toRfc3339(now)}"${tail}` }],
+            origins: config.deployment.app_origins,
+            exposedHeaders: EXPOSED_HEADERS,
+            now: () => clock.unsafeCurrentTimeMillis(),
+          })
+        }
+        return server
+      }
+      return HttpApiBuilder.serve(
+        globalMiddleware({ origins: config.deployment.app_origins, exposedHeaders: EXPOSED_HEADERS }),
       ).pipe(
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
@@ -70,9 +94,9 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         // No span exporter is configured, and a span per request costs a stack capture (with
         // source maps under tsx): most of the request's CPU time. Enable with an exporter.
         HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
-      ),
-    ),
+        Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: options.port, host: options.host })),
+      )
+    }),
   )
 
 /** PORT (default 8080) from the config; HTTP_HOST defaults to loopback. */
