@@ -1,0 +1,47 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { Effect } from "effect"
+
+/**
+ * The service (`src/main.ts`) as a child process for the crash harness. Unlike startService it
+ * does not insist on reaching "listening on": an armed fault point may kill the process at any
+ * moment, and the harness wants to observe exactly that (exit by SIGKILL).
+ */
+export interface CrashableService {
+  readonly child: ChildProcess
+  readonly output: () => string
+  /** Resolves with the exit code or signal once the process is gone. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+}
+
+export const spawnService = (env: Record<string, string>): CrashableService => {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  let out = ""
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-20_000)
+  }
+  child.stdout?.on("data", keep)
+  child.stderr?.on("data", keep)
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  )
+  return { child, output: () => out, exited }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
+export const stopService = (s: CrashableService, graceMs = 10_000) =>
+  Effect.promise(async () => {
+    if (s.child.exitCode !== null || s.child.signalCode !== null) return
+    s.child.kill("SIGTERM")
+    const timer = setTimeout(() => s.child.kill("SIGKILL"), graceMs)
+    await s.exited
+    clearTimeout(timer)
+  })
+
+/** Waits for the process to exit on its own, at most `ms`; None when it is still running. */
+export const awaitExit = (s: CrashableService, ms: number) =>
+  Effect.promise(() =>
+    Promise.race([s.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))]),
+  )
