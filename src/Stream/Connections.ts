@@ -11,8 +11,11 @@ export interface StreamStats {
   readonly closed: Readonly<Record<string, number>>
   /** Largest backlog (bytes queued in a socket, not yet written) seen right after a page write. */
   readonly maxQueuedBytes: number
-  /** Pages taken from the shared window of recent rows vs read from the journal by a lagging subscriber. */
-  readonly pages: { readonly window: number; readonly journal: number }
+  /**
+   * Pages pulled from the shared window of recent rows, pulled from the journal by a lagging
+   * subscriber, and batches pushed by the tail to following subscribers.
+   */
+  readonly pages: { readonly window: number; readonly journal: number; readonly pushed: number }
 }
 
 /**
@@ -25,7 +28,7 @@ const make = (limit: number) => {
   let refused = 0
   let maxQueuedBytes = 0
   const closed: Record<string, number> = {}
-  const pages = { window: 0, journal: 0 }
+  const pages = { window: 0, journal: 0, pushed: 0 }
   return {
     limit,
     tryAcquire: Effect.sync(() => {
@@ -46,7 +49,7 @@ const make = (limit: number) => {
     recordQueued: (bytes: number) => {
       if (bytes > maxQueuedBytes) maxQueuedBytes = bytes
     },
-    recordPage: (source: "window" | "journal") => {
+    recordPage: (source: "window" | "journal" | "pushed") => {
       pages[source]++
     },
     stats: Effect.sync(

@@ -28,6 +28,22 @@ export interface JournalTailService {
   ) => Effect.Effect<ReadonlyArray<JournalEvent>, SqlError.SqlError, SqlClient.SqlClient>
   /** Waits until this process has read a row beyond `after`, or until `timeout`. */
   readonly awaitBeyond: (after: bigint, timeout: Duration.DurationInput) => Effect.Effect<void>
+  /**
+   * Registers a caught-up subscriber (`follower.last` equals the last row read) to be handed every
+   * later batch of rows synchronously, as the tail reads it. False when it is not caught up.
+   */
+  readonly follow: (follower: Follower) => Effect.Effect<boolean>
+  readonly unfollow: (follower: Follower) => Effect.Effect<void>
+}
+
+/**
+ * A subscriber in push mode. `push` receives each batch the tail reads, in cursor order (normally
+ * starting at `last + 1`; anything else means rows were pruned), must update `last`, and returns
+ * false to stop following (its socket is backed up or gone).
+ */
+export interface Follower {
+  last: bigint
+  readonly push: (rows: ReadonlyArray<JournalEvent>) => boolean
 }
 
 /**
@@ -37,7 +53,8 @@ export interface JournalTailService {
  * of the most recent rows. Subscribers that are caught up take their pages from that window (rows
  * read from the journal by cursor, exactly as a query would return them), so a publication costs one
  * query per process instead of one per subscriber; subscribers further behind query the journal
- * themselves. The window is always a contiguous run of cursors.
+ * themselves. The window is always a contiguous run of cursors. Caught-up subscribers may follow the
+ * tail: each batch is then handed to them as it is read (a broadcast, no wake-up per subscriber).
  */
 export class JournalTail extends Context.Tag("JournalTail")<JournalTail, JournalTailService>() {
   static readonly Live = Layer.scoped(
@@ -49,6 +66,7 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
       let windowBytes = 0
       let last = yield* journalHead.pipe(Effect.orDie)
       let advanced = Deferred.unsafeMake<void>(FiberId.none)
+      const followers = new Set<Follower>()
 
       const append = (rows: ReadonlyArray<JournalEvent>) => {
         const first = rows[0]
@@ -71,6 +89,15 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
           windowBytes = bytes
         }
         last = rows[rows.length - 1]!.cursor
+        for (const follower of followers) {
+          let keep = false
+          try {
+            keep = follower.push(rows)
+          } catch {
+            keep = false
+          }
+          if (!keep) followers.delete(follower)
+        }
         const done = advanced
         advanced = Deferred.unsafeMake<void>(FiberId.none)
         Deferred.unsafeDone(done, Exit.void)
@@ -123,6 +150,16 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
           Effect.suspend(() =>
             last > after ? Effect.void : Deferred.await(advanced).pipe(Effect.timeout(timeout), Effect.ignore),
           ),
+        follow: (follower) =>
+          Effect.sync(() => {
+            if (follower.last !== last) return false
+            followers.add(follower)
+            return true
+          }),
+        unfollow: (follower) =>
+          Effect.sync(() => {
+            followers.delete(follower)
+          }),
       } satisfies JournalTailService
     }),
   )

@@ -1,13 +1,13 @@
 import type { Duplex } from "node:stream"
 import type { Socket } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
-import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import { WebSocket } from "ws"
 import type { Principal } from "../Domain/Principal.ts"
 import { StreamConnections } from "./Connections.ts"
 import { type Audience, audienceOf, mayReadPrivate, visibleTo } from "./EventFilter.ts"
-import { journalHead, oldestRetainedCursor } from "./JournalReader.ts"
-import type { JournalTailService } from "./JournalTail.ts"
+import { type JournalEvent, journalHead, oldestRetainedCursor } from "./JournalReader.ts"
+import type { Follower, JournalTailService } from "./JournalTail.ts"
 import {
   type Channel,
   CONTROL_CODES,
@@ -227,29 +227,105 @@ const recheckAuth = (token: string, env: SessionEnv) =>
   })
 
 /**
- * Sends pages from `start` on: the rows after the last cursor (from the shared tail or the journal),
- * filtered for this subscriber; `next_cursor` moves past filtered-out rows too, so resuming from it
- * never re-scans them. A page with events goes out at once, an empty one when nothing was sent for
- * 500 ms. The next page is read only after the previous one was written.
+ * Cuts rows into EventPage frames for one subscriber: only the rows it may see, pages of at most
+ * 256 KiB of events (at least one event each). `next_cursor` of each page is the last row it
+ * covers, so it also moves past filtered-out rows. Returns the frames and the last cursor covered.
+ */
+const framesOf = (rows: ReadonlyArray<JournalEvent>, visible: (row: JournalEvent) => boolean, after: bigint) => {
+  const frames: Array<string> = []
+  let events: Array<string> = []
+  let bytes = 0
+  let last = after
+  for (const row of rows) {
+    if (visible(row)) {
+      if (events.length > 0 && bytes + row.json.length > STREAM_LIMITS.pageBytes) {
+        frames.push(eventPageFrame(events, last))
+        events = []
+        bytes = 0
+      }
+      events.push(row.json)
+      bytes += row.json.length
+    }
+    last = row.cursor
+  }
+  if (events.length > 0) frames.push(eventPageFrame(events, last))
+  return { frames, last }
+}
+
+const slowConsumer = close("slow_consumer", "a page stayed unwritten for 5 s; resume from the last next_cursor")
+
+/**
+ * Sends pages from `start` on, in two modes.
+ * - Pull: read the rows after the last cursor (the shared window, or the journal when further
+ *   behind), send what this subscriber may see, and read the next page only once the previous one is
+ *   written. Used from the start until caught up, and after a blocked send.
+ * - Follow: once caught up, the journal tail hands each batch it reads to the subscriber at once
+ *   (synchronously, like a broadcast), as long as the socket keeps up; a backed-up socket drops
+ *   back to pull mode, which waits for the backlog to drain (at most 5 s, else `slow_consumer`).
+ * An empty page goes out when nothing was sent for 500 ms.
  */
 const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: SessionEnv) =>
   Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
     const visible = visibleTo(subscribed.audience)
     const idleMs = Duration.toMillis(STREAM_LIMITS.idlePageInterval)
+    const open = () => ws.readyState === WebSocket.OPEN
     let last = subscribed.start
     let lastSentAt = 0
-    const send = (events: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
-        if (ws.readyState !== WebSocket.OPEN) return Option.none<Close>()
-        ws.send(eventPageFrame(events, last))
-        lastSentAt = yield* Clock.currentTimeMillis
-        const written = yield* awaitWritten(ws, netSocket)
-        return written
-          ? Option.none<Close>()
-          : Option.some(close("slow_consumer", "a page stayed unwritten for 5 s; resume from the last next_cursor"))
+    const sendRaw = (frames: ReadonlyArray<string>) => {
+      for (const frame of frames) ws.send(frame)
+      if (frames.length > 0) lastSentAt = now()
+      const queued = ws.bufferedAmount
+      StreamConnections.recordQueued(queued)
+      return queued <= STREAM_LIMITS.lowWaterBytes
+    }
+    // Pull mode's send: the page must be written before the next one is read.
+    const send = (frames: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        if (!open()) return Effect.never
+        sendRaw(frames)
+        return Effect.map(awaitWritten(ws, netSocket), (written) =>
+          written ? Option.none() : Option.some(slowConsumer),
+        )
       })
+
+    /** Follow mode until the socket backs up (true) or follow mode is not possible now (false). */
+    const follow = Effect.gen(function* () {
+      const left = yield* Deferred.make<"blocked" | "gap">()
+      const follower: Follower = {
+        last,
+        push: (rows) => {
+          if (!open()) return false
+          if (rows[0]!.cursor !== follower.last + 1n) {
+            Deferred.unsafeDone(left, Exit.succeed("gap"))
+            return false
+          }
+          const page = framesOf(rows, visible, follower.last)
+          follower.last = page.last
+          StreamConnections.recordPage("pushed")
+          if (sendRaw(page.frames)) return true
+          Deferred.unsafeDone(left, Exit.succeed("blocked"))
+          return false
+        },
+      }
+      if (!(yield* env.tail.follow(follower))) return false
+      const outcome = yield* Effect.gen(function* () {
+        while (true) {
+          const woken = yield* Deferred.await(left).pipe(
+            Effect.timeoutOption(Duration.millis(Math.max(1, idleMs - (now() - lastSentAt)))),
+          )
+          if (Option.isSome(woken)) return woken.value
+          if (!open()) return yield* Effect.never
+          if (now() - lastSentAt >= idleMs && !sendRaw([eventPageFrame([], follower.last)])) return "blocked"
+        }
+      }).pipe(Effect.ensuring(env.tail.unfollow(follower)))
+      last = follower.last
+      return outcome === "blocked"
+    })
+
     // The first page tells the client where the stream starts.
-    const first = yield* send([])
+    const first = yield* send([eventPageFrame([], last)])
     if (Option.isSome(first)) return first.value
     while (true) {
       const rows = yield* env.tail.pageAfter(last, STREAM_LIMITS.pageRows).pipe(Effect.orDie)
@@ -260,27 +336,19 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
           `events after cursor ${last} are no longer retained; take a new snapshot and resume from its x-event-cursor`,
         )
       }
-      const events: Array<string> = []
-      let bytes = 0
-      let scanned = 0
-      for (const row of rows) {
-        if (visible(row)) {
-          if (events.length > 0 && bytes + row.json.length > STREAM_LIMITS.pageBytes) break
-          events.push(row.json)
-          bytes += row.json.length
-        }
-        last = row.cursor
-        scanned++
-      }
-      const now = yield* Clock.currentTimeMillis
-      if (events.length > 0 || now - lastSentAt >= idleMs) {
-        const blocked = yield* send(events)
+      const page = framesOf(rows, visible, last)
+      last = page.last
+      const frames = page.frames.length === 0 && now() - lastSentAt >= idleMs ? [eventPageFrame([], last)] : page.frames
+      if (frames.length > 0) {
+        const blocked = yield* send(frames)
         if (Option.isSome(blocked)) return blocked.value
       }
-      const caughtUp = scanned === rows.length && rows.length < STREAM_LIMITS.pageRows
-      if (caughtUp) {
-        const elapsed = (yield* Clock.currentTimeMillis) - lastSentAt
-        yield* env.tail.awaitBeyond(last, Duration.millis(Math.max(1, idleMs - elapsed)))
+      if (rows.length < STREAM_LIMITS.pageRows) {
+        if (yield* follow) {
+          if (!(yield* awaitWritten(ws, netSocket))) return slowConsumer
+        } else {
+          yield* env.tail.awaitBeyond(last, Duration.millis(Math.max(1, idleMs - (now() - lastSentAt))))
+        }
       }
     }
   })

@@ -137,10 +137,11 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: resu
         label,
       ).toEqual(expected.map((r) => [r.kind, r.payload]))
       expect(received.every((e) => !Number.isNaN(Date.parse(e.at)))).toBe(true)
-      // Both read paths served this client: the shared window and the journal itself.
+      // Every read path served this client: the shared window, the journal itself, the tail's pushes.
       const pages = (yield* StreamConnections.stats).pages
       expect(pages.window - pagesBefore.window, label).toBeGreaterThan(0)
       expect(pages.journal - pagesBefore.journal, label).toBeGreaterThan(0)
+      expect(pages.pushed - pagesBefore.pushed, label).toBeGreaterThan(0)
     }),
   )
 
