@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { CloseQueueLive } from "./CloseQueue.ts"
 import { JournalPublisherLive } from "./JournalPublisher.ts"
 import { LeaseKeeperLive } from "./LeaseKeeper.ts"
 import { OrderFundingLive } from "./OrderFunding.ts"
@@ -14,4 +15,5 @@ export const ActorsLive = Layer.mergeAll(
   VenueWatchersLive,
   TxRelayersLive,
   WithdrawalDeskLive,
+  CloseQueueLive,
 )

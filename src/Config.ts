@@ -100,6 +100,16 @@ export class VenueApiSettings extends Schema.Class<VenueApiSettings>("VenueApiSe
   agent_approval_window_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
 }) {}
 
+/**
+ * A retired escrow deployment (LegacyEscrow) that GET /v1/escrow/legacy scans for owners' funds: its address, the
+ * block it was deployed at, and the last block it was used at (absent: scanned up to the chain's head).
+ */
+export class LegacyEscrowDeployment extends Schema.Class<LegacyEscrowDeployment>("LegacyEscrowDeployment")({
+  address: Address,
+  deployment_block: NonNegativeInt,
+  end_block: Schema.optional(NonNegativeInt),
+}) {}
+
 export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   id: VenueId,
   name: Schema.NonEmptyTrimmedString,
@@ -115,6 +125,23 @@ export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   api_url: Schema.optional(Url),
   /** A retired escrow (LegacyEscrow) whose offers the watcher indexes as well. */
   legacy_escrow: Schema.optional(Address),
+  /**
+   * Retired deployments the legacy scan reads (`legacy_escrow`, when set, is scanned too, from `deployment_block`);
+   * the same contract listed twice is scanned once, over the union of its ranges.
+   */
+  legacy_escrows: Schema.optionalWith(
+    Schema.Array(LegacyEscrowDeployment).pipe(
+      Schema.filter((ds) => ds.every((d) => d.end_block === undefined || d.end_block >= d.deployment_block), {
+        message: () => "end_block must be at or after deployment_block",
+      }),
+    ),
+    { default: () => [] },
+  ),
+  /**
+   * Smallest zero-id balance (token base units) a close releases into margin: venues drop or refuse tiny
+   * deposits. A smaller balance can still be closed to the owner's wallet. Default one token of 6 decimals.
+   */
+  release_minimum: Schema.optionalWith(Amount, { default: () => "1000000" }),
   watcher: Schema.optionalWith(WatcherSettings, { default: () => WatcherSettings.make({}) }),
   relayer: Schema.optionalWith(RelayerSettings, { default: () => RelayerSettings.make({}) }),
   venue_api: Schema.optionalWith(VenueApiSettings, { default: () => VenueApiSettings.make({}) }),

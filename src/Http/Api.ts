@@ -2,6 +2,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AccountApi, AdminApi } from "./AccountApi.ts"
 import { AuthApi } from "./AuthApi.ts"
 import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "./Errors.ts"
+import { EscrowApi } from "./EscrowApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
 import { MakersApi } from "./MakersApi.ts"
@@ -21,6 +22,7 @@ export class Api extends HttpApi.make("settlement")
   .add(AdminApi)
   .add(MakersApi)
   .add(OrdersApi)
+  .add(EscrowApi)
   .add(WithdrawalsApi)
   .addError(InvalidRequest)
   .addError(NotFound)

@@ -50,6 +50,17 @@ export const WithdrawalPending = define(
   409,
   "A queued, submitting or unknown withdrawal on this venue account blocks another.",
 )
+export const ClosePending = define("CLOSE_PENDING", 409, "A close of this order is already pending.")
+export const CloseLimit = define(
+  "CLOSE_LIMIT",
+  409,
+  "The owner has 10 pending closes on this chain; wait for one to end.",
+)
+export const OrderManaged = define(
+  "ORDER_MANAGED",
+  409,
+  "This service operates the order: close it with POST /v1/closes, not by signature.",
+)
 export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
 export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
 export const ChallengeExpired = define("CHALLENGE_EXPIRED", 422, "The challenge or signed message has expired.")
@@ -63,6 +74,11 @@ export const SiweNonceMismatch = define("SIWE_NONCE_MISMATCH", 422, "The message
 export const SignatureMalformed = define("SIGNATURE_MALFORMED", 422, "Not a 65-byte r||s||v signature (v 0/1/27/28).")
 export const SignatureMalleable = define("SIGNATURE_MALLEABLE", 422, "High-s signature (EIP-2): sign again.")
 export const SignatureInvalid = define("SIGNATURE_INVALID", 422, "The signature is not by the required signer.")
+export const BelowMinimum = define(
+  "BELOW_MINIMUM",
+  422,
+  "The amount is below the minimum (a close: 1,000,000 base units, or the venue's release_minimum into margin).",
+)
 export const InsufficientBalance = define("INSUFFICIENT_BALANCE", 422, "The amount exceeds what is available.")
 export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
 export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
@@ -84,6 +100,9 @@ export const ALL_ERRORS = [
   QuoteStale,
   ChallengeUsed,
   WithdrawalPending,
+  ClosePending,
+  CloseLimit,
+  OrderManaged,
   PayloadTooLarge,
   ChallengeUnknown,
   ChallengeExpired,
@@ -97,6 +116,7 @@ export const ALL_ERRORS = [
   SignatureMalformed,
   SignatureMalleable,
   SignatureInvalid,
+  BelowMinimum,
   InsufficientBalance,
   VenueRefused,
   RateLimited,

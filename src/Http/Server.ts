@@ -13,6 +13,7 @@ import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
 import { AuthHandlers } from "./AuthHandlers.ts"
 import { CredentialResolverLive } from "./CredentialResolverLive.ts"
+import { EscrowHandlers } from "./EscrowHandlers.ts"
 import { installFastPaths } from "./FastPath.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
@@ -34,6 +35,7 @@ export const HandlersLive = Layer.mergeAll(
   MakersHandlers,
   OrdersHandlers,
   WithdrawalsHandlers,
+  EscrowHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
   Layer.provide(VenueAdaptersLive),

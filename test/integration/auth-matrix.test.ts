@@ -15,9 +15,9 @@ const Live = testStackWithChain({ admins: [admin.address] })
 /**
  * public: anyone; session: a master session only (credentials are refused with 403); admin: an
  * admin session; lease: a session or a `quote` credential bound to the identity; identity: a
- * session or any credential, each seeing only what it may see.
+ * session or any credential, each seeing only what it may see; reader: a session or a `read` credential.
  */
-type Kind = "public" | "session" | "admin" | "lease" | "identity" | "quoting"
+type Kind = "public" | "session" | "admin" | "lease" | "identity" | "quoting" | "reader"
 const someone = privateKeyToAccount(generatePrivateKey()).address
 const ID = ":identity"
 const anyUuid = "7d4f2a3e-1b2c-4d5e-8f90-123456789abc"
@@ -109,6 +109,23 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   },
   "GET /v1/withdrawals/history": { kind: "session" },
   "GET /v1/withdrawals/:id": { kind: "session", path: `/v1/withdrawals/${anyUuid}` },
+  "GET /v1/escrow": { kind: "session" },
+  "GET /v1/escrow/legacy": { kind: "reader" },
+  "POST /v1/escrow/close/prepare": { kind: "session", body: { venue: "hyperliquid", order_id: anyOrder } },
+  "POST /v1/escrow/close": {
+    kind: "session",
+    body: {
+      venue: "hyperliquid",
+      order_id: anyOrder,
+      dex: 0,
+      nonce: "1",
+      deadline: 4102444800,
+      signature: `0x${"11".repeat(65)}`,
+      to_margin: true,
+    },
+  },
+  "POST /v1/closes": { kind: "session", body: { venue: "hyperliquid", order_id: anyOrder } },
+  "POST /v1/takes/preview": { kind: "public", body: { from: "aster", to: "hyperliquid", amount_in: "1000000" } },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
@@ -179,6 +196,11 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("auth matrix"
           for (const [what, res] of Object.entries({ session, admin: asAdmin, quote, read })) {
             is(res, 404, "NOT_FOUND", what)
           }
+        } else if (spec.kind === "reader") {
+          expect(session.status, route).toBe(200)
+          expect(asAdmin.status, route).toBe(200)
+          is(quote, 403, "FORBIDDEN", "quote credential")
+          expect(read.status, route).toBe(200)
         } else if (spec.kind === "lease") {
           // Another master's session cannot see the identity; its own credential renews it.
           is(session, 404, "NOT_FOUND", "session of another master")

@@ -1,0 +1,417 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect, Either, Option, Redacted } from "effect"
+import { type Address, encodeFunctionData, getAddress, type Hex, recoverTypedDataAddress } from "viem"
+import { settlementEscrowAbi } from "../Chain/artifacts/index.ts"
+import { ChainClients } from "../Chain/ChainClients.ts"
+import { legacyDeployments, scanLegacyPage } from "../Chain/LegacyScan.ts"
+import { Relayer } from "../Chain/Relayer.ts"
+import { AppConfig, type VenueConfig } from "../Config.ts"
+import {
+  CLOSE_MINIMUM,
+  CLOSE_VALIDITY_SECONDS,
+  checkDestination,
+  closeOffer,
+  DEADLINE_SKEW_SECONDS,
+  isZeroOrder,
+  ZERO_ADDRESS,
+} from "../Domain/Close.ts"
+import { decodeLegacyCursor, encodeLegacyCursor, legacyCursorKey } from "../Domain/LegacyCursor.ts"
+import { canonicalSignature } from "../Domain/Signature.ts"
+import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { toWireTypedData } from "../Domain/WireTypedData.ts"
+import { randomHex, randomUuid } from "../SecureRandom.ts"
+import { type CloseRow, type EnqueueOutcome, enqueueClose, findCloseByDigest, pendingCloseOf } from "../Store/Closes.ts"
+import { type EscrowOrderRow, escrowOrderOf, escrowOrdersOf } from "../Store/EscrowView.ts"
+import { findLinkedAccount, listLinkedAccounts } from "../Store/LinkedAccounts.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
+import { Api } from "./Api.ts"
+import {
+  apiError,
+  BelowMinimum,
+  ChainUnavailable,
+  ChallengeExpired,
+  CloseLimit,
+  ClosePending,
+  InvalidRequest,
+  NotFound,
+  OrderManaged,
+  SignatureInvalid,
+  SignatureMalleable,
+  StateConflict,
+} from "./Errors.ts"
+import { requireAccess, requireScope, requireSession } from "./Guards.ts"
+import { shapeFailure } from "./SignatureFailure.ts"
+
+/** Only SQL failures become defects; the API's own errors pass through. */
+const sqlDies = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (e): e is Extract<E, { readonly _tag: "SqlError" }> =>
+      typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "SqlError",
+    (e) => Effect.die(e),
+  )
+
+export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
+  Effect.gen(function* () {
+    const { deployment, operator } = yield* AppConfig
+    const clients = yield* ChainClients
+    const relayer = yield* Relayer
+    const legacy = legacyDeployments(deployment)
+    const cursorKey = legacyCursorKey(Buffer.from(Redacted.value(deployment.operator_key).slice(2), "hex"))
+    const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
+    const venueIds = deployment.venues.map((v) => v.id)
+    const isManaged = (orderOperator: string) => orderOperator.toLowerCase() === operator
+
+    const view = (row: EscrowOrderRow) => ({
+      venue: row.venue,
+      order_id: row.order_id,
+      owner: row.owner,
+      available: row.available,
+      operator: row.operator,
+      managed: !isZeroOrder(row.order_id) && isManaged(row.operator),
+      closing: row.closing,
+    })
+
+    /** The escrow order as GET /v1/escrow shows it (also once it holds nothing any more). */
+    const currentView = (close: Pick<CloseRow, "venue" | "order_id" | "owner" | "state">) =>
+      Effect.map(escrowOrderOf(close.venue, close.order_id, close.owner).pipe(Effect.orDie), (row) =>
+        Option.isSome(row)
+          ? view(row.value)
+          : view({
+              venue: close.venue,
+              order_id: close.order_id,
+              owner: close.owner,
+              available: "0",
+              locked: "0",
+              operator: ZERO_ADDRESS,
+              closing: close.state === "pending",
+            }),
+      )
+
+    /** A configured venue and the master's linked address on it (the only owner the master closes for there). */
+    const linkedOwner = (master: string, venueId: string) =>
+      Effect.gen(function* () {
+        const venue = venueOf(venueId)
+        if (venue === undefined) return yield* apiError(NotFound, `unknown venue ${venueId}; see GET /v1/venues`)
+        const link = yield* findLinkedAccount(master, venueId).pipe(Effect.orDie)
+        if (Option.isNone(link)) {
+          return yield* apiError(NotFound, `no account is linked on ${venueId}; POST /v1/accounts first`)
+        }
+        return { venue, owner: link.value.address.toLowerCase() }
+      })
+
+    const destination = (venue: VenueConfig, dex: number, toMargin: boolean) =>
+      Either.match(checkDestination(venue.kind, dex, toMargin), {
+        onLeft: (why) => apiError(InvalidRequest, why),
+        onRight: () => Effect.void,
+      })
+
+    /** The indexed order (or zero-id balance) of `owner`; NOT_FOUND when it is not the owner's. */
+    const ownedOrder = (venue: VenueConfig, orderId: string, owner: string) =>
+      Effect.gen(function* () {
+        const row = yield* escrowOrderOf(venue.id, orderId, owner).pipe(Effect.orDie)
+        if (Option.isNone(row) || row.value.owner !== owner) {
+          return yield* apiError(
+            NotFound,
+            isZeroOrder(orderId)
+              ? `your linked address on ${venue.id} has no available balance in the escrow`
+              : `no order ${orderId.toLowerCase()} of your linked address on ${venue.id} is indexed (finalized blocks)`,
+          )
+        }
+        return row.value
+      })
+
+    /** The close rules on the order's amounts (spec: close prepare rule 4), managed orders aside. */
+    const closeable = (venue: VenueConfig, row: EscrowOrderRow, toMargin: boolean) =>
+      Effect.gen(function* () {
+        const available = BigInt(row.available)
+        if (isZeroOrder(row.order_id)) {
+          if (available === 0n) return yield* apiError(BelowMinimum, "the available balance is 0: nothing to close")
+          const minimum = BigInt(venue.release_minimum)
+          if (toMargin && available < minimum) {
+            return yield* apiError(
+              BelowMinimum,
+              `a release of the available balance into margin needs at least ${minimum} base units on ${venue.id}; ` +
+                "close it to the wallet (to_margin false) instead",
+            )
+          }
+          return
+        }
+        if (isManaged(row.operator)) {
+          return yield* apiError(OrderManaged, "this service operates the order: close it with POST /v1/closes")
+        }
+        if (available < CLOSE_MINIMUM) {
+          return yield* apiError(
+            BelowMinimum,
+            `the order holds ${available} base units available; a close needs at least ${CLOSE_MINIMUM}`,
+          )
+        }
+      })
+
+    /** The queue's answer as the API's: the escrow order, or the refusal. */
+    const answer = (outcome: EnqueueOutcome) => {
+      switch (outcome._tag) {
+        case "Created":
+        case "Existing":
+          return currentView(outcome.row)
+        case "Pending":
+          return apiError(ClosePending, `close ${outcome.row.id} of this order is pending`)
+        case "Limit":
+          return apiError(CloseLimit, "10 closes of this owner are pending on this chain; wait for one to end")
+        case "NonceUsed":
+          return apiError(StateConflict, "this nonce was used by another close of the owner; prepare again")
+      }
+    }
+
+    const relayErrors = {
+      IdempotencyConflict: () => apiError(StateConflict, "this close is already relayed with other calldata"),
+      RelayerRejected: (e: { readonly reason: string }) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
+    }
+
+    /**
+     * The signature is the owner's: recovered locally (EOA); otherwise, when the owner is a contract, by the
+     * chain (ERC-1271), where a node failure is CHAIN_UNAVAILABLE, never "valid".
+     */
+    const verifyOwner = (
+      venue: VenueConfig,
+      typedData: ReturnType<typeof closeOffer>["typedData"],
+      signature: Hex,
+      owner: string,
+    ) =>
+      Effect.gen(function* () {
+        const recovered = yield* Effect.tryPromise(() => recoverTypedDataAddress({ ...typedData, signature })).pipe(
+          Effect.orElseSucceed(() => undefined),
+        )
+        if (recovered?.toLowerCase() === owner) return
+        const client = clients.venue(venue.id)
+        const unavailable = () =>
+          apiError(ChainUnavailable, "the chain node failed checking a contract signature", true)
+        if (client === undefined) return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the owner")
+        const code = yield* Effect.tryPromise(() => client.getCode({ address: owner as Address })).pipe(
+          Effect.catchAll(unavailable),
+        )
+        if (code === undefined || code === "0x") {
+          return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the order's owner")
+        }
+        const valid = yield* Effect.tryPromise(() =>
+          client.verifyTypedData({ ...typedData, address: owner as Address, signature }),
+        ).pipe(Effect.catchAll(unavailable))
+        if (!valid) return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the order's owner")
+      })
+
+    return handlers
+      .handle("list", () =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* snapshotCursor
+          const rows = yield* escrowOrdersOf(session.master, venueIds).pipe(Effect.orDie)
+          return { data: rows.map(view) }
+        }),
+      )
+      .handle("legacy", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const principal = yield* requireScope("read")
+          const master = principal.master
+          let position: Parameters<typeof scanLegacyPage>[3]
+          if (urlParams.cursor !== undefined) {
+            const decoded = decodeLegacyCursor(cursorKey, master, urlParams.cursor)
+            if (Either.isLeft(decoded)) return yield* apiError(InvalidRequest, decoded.left)
+            position = decoded.right
+          }
+          const linked = yield* listLinkedAccounts(master).pipe(Effect.orDie)
+          const owners = [master, ...linked.map((a) => a.address.toLowerCase())]
+          const page = yield* scanLegacyPage(legacy, (id) => clients.venue(id), owners, position).pipe(
+            Effect.catchTags({
+              RpcError: (e) =>
+                Effect.zipRight(
+                  Effect.logWarning("legacy scan: node failure", { method: e.method, error: e.message }),
+                  apiError(ChainUnavailable, "a chain node failed during the legacy scan; retry the same cursor", true),
+                ),
+              UnknownDeployment: () =>
+                apiError(InvalidRequest, "cursor names a deployment this service does not scan (any more)"),
+            }),
+          )
+          return {
+            data: page.data,
+            next_cursor: encodeLegacyCursor(cursorKey, master, page.next),
+            has_more: page.hasMore,
+          }
+        }),
+      )
+      .handle("prepare", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const { venue, owner } = yield* linkedOwner(session.master, payload.venue)
+          const toMargin = payload.to_margin ?? true
+          const dex = payload.dex ?? 0
+          yield* destination(venue, dex, toMargin)
+          yield* requireAccess(session.master)
+          const row = yield* ownedOrder(venue, payload.order_id, owner)
+          yield* closeable(venue, row, toMargin)
+          if (row.closing) return yield* apiError(ClosePending, "a close of this order is pending")
+          const now = yield* Clock.currentTimeMillis
+          const deadline = BigInt(Math.floor(now / 1000) + CLOSE_VALIDITY_SECONDS)
+          const nonce = BigInt(`0x${yield* randomHex(32)}`)
+          const offer = closeOffer(venue.chain_id, venue.escrow, {
+            orderId: row.order_id,
+            owner,
+            dex,
+            toMargin,
+            nonce,
+            deadline,
+          })
+          return {
+            venue: venue.id,
+            order_id: row.order_id,
+            dex,
+            nonce: nonce.toString(),
+            deadline: Number(deadline),
+            to_sign: [{ kind: "close_offer", signer: owner, typed_data: toWireTypedData(offer.typedData) }],
+            to_margin: toMargin,
+          }
+        }),
+      )
+      .handle("close", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const { venue, owner } = yield* linkedOwner(session.master, payload.venue)
+          const toMargin = payload.to_margin ?? true
+          yield* destination(venue, payload.dex, toMargin)
+          yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
+          const signature = canonicalSignature(payload.signature as Hex)
+          if (Either.isLeft(signature)) return yield* apiError(SignatureMalleable, signature.left.message)
+          const deadline = BigInt(payload.deadline)
+          const offer = closeOffer(venue.chain_id, venue.escrow, {
+            orderId: payload.order_id,
+            owner,
+            dex: payload.dex,
+            toMargin,
+            nonce: BigInt(payload.nonce),
+            deadline,
+          })
+          yield* verifyOwner(venue, offer.typedData, signature.right, owner)
+          // The same terms again (a lost response): the same close, whatever happened since.
+          const existing = yield* findCloseByDigest(offer.digest).pipe(Effect.orDie)
+          if (Option.isSome(existing)) return yield* currentView(existing.value)
+          yield* requireAccess(session.master)
+          const nowSeconds = BigInt(Math.floor((yield* Clock.currentTimeMillis) / 1000))
+          if (deadline <= nowSeconds) {
+            return yield* apiError(ChallengeExpired, "the CloseOffer's deadline has passed; prepare and sign again")
+          }
+          if (deadline > nowSeconds + BigInt(CLOSE_VALIDITY_SECONDS + DEADLINE_SKEW_SECONDS)) {
+            return yield* apiError(InvalidRequest, `deadline must be at most ${CLOSE_VALIDITY_SECONDS} s ahead`)
+          }
+          const row = yield* ownedOrder(venue, payload.order_id, owner)
+          yield* closeable(venue, row, toMargin)
+          const relayKey = `close:${offer.digest}`
+          const data = encodeFunctionData({
+            abi: settlementEscrowAbi,
+            functionName: "closeWithSig",
+            args: [offer.message, signature.right],
+          })
+          const outcome = yield* enqueueClose(
+            {
+              id: yield* randomUuid,
+              kind: "signed",
+              master: session.master,
+              venue: venue.id,
+              chainId: venue.chain_id,
+              escrow: venue.escrow,
+              orderId: row.order_id,
+              owner,
+              amount: BigInt(row.available),
+              dex: payload.dex,
+              toMargin,
+              nonce: offer.message.nonce,
+              deadline,
+              digest: offer.digest,
+              signature: signature.right,
+              relayKey,
+              nowMs: yield* Clock.currentTimeMillis,
+            },
+            relayer
+              .submit({
+                idempotencyKey: relayKey,
+                venue: venue.id,
+                to: getAddress(venue.escrow),
+                data,
+                master: session.master,
+              })
+              .pipe(Effect.catchTags(relayErrors)),
+          ).pipe(sqlDies)
+          return yield* answer(outcome)
+        }),
+      )
+      .handle("managedClose", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const { venue, owner } = yield* linkedOwner(session.master, payload.venue)
+          const toMargin = payload.to_margin ?? true
+          const dex = payload.dex ?? 0
+          yield* destination(venue, dex, toMargin)
+          if (isZeroOrder(payload.order_id)) {
+            return yield* apiError(
+              InvalidRequest,
+              "the zero-id balance has no operator: close it by signature (POST /v1/escrow/close/prepare)",
+            )
+          }
+          const row = yield* ownedOrder(venue, payload.order_id, owner)
+          if (!isManaged(row.operator)) {
+            return yield* apiError(
+              StateConflict,
+              "this service does not operate the order: close it by signature (POST /v1/escrow/close/prepare)",
+            )
+          }
+          const pending = yield* pendingCloseOf(venue.id, row.order_id, owner).pipe(Effect.orDie)
+          if (Option.isSome(pending)) {
+            const p = pending.value
+            // The same managed close again (a lost response): the same close.
+            if (p.kind === "managed" && Number(p.dex) === dex && p.to_margin === toMargin) return yield* currentView(p)
+            return yield* apiError(ClosePending, `close ${p.id} of this order is pending`)
+          }
+          yield* requireAccess(session.master)
+          if (BigInt(row.available) === 0n) {
+            return yield* apiError(BelowMinimum, "the order's available amount is 0: nothing to close")
+          }
+          const id = yield* randomUuid
+          const relayKey = `close:managed:${id}`
+          const data = encodeFunctionData({
+            abi: settlementEscrowAbi,
+            functionName: "operatorClose",
+            args: [row.order_id as Hex, dex, toMargin],
+          })
+          const outcome = yield* enqueueClose(
+            {
+              id,
+              kind: "managed",
+              master: session.master,
+              venue: venue.id,
+              chainId: venue.chain_id,
+              escrow: venue.escrow,
+              orderId: row.order_id,
+              owner,
+              amount: BigInt(row.available),
+              dex,
+              toMargin,
+              nonce: null,
+              deadline: null,
+              digest: null,
+              signature: null,
+              relayKey,
+              nowMs: yield* Clock.currentTimeMillis,
+            },
+            relayer
+              .submit({
+                idempotencyKey: relayKey,
+                venue: venue.id,
+                to: getAddress(venue.escrow),
+                data,
+                master: session.master,
+              })
+              .pipe(Effect.catchTags(relayErrors)),
+          ).pipe(sqlDies)
+          return yield* answer(outcome)
+        }),
+      )
+  }),
+)
