@@ -228,18 +228,18 @@ const recheckAuth = (token: string, env: SessionEnv) =>
 
 /**
  * Cuts rows into EventPage frames for one subscriber: only the rows it may see, pages of at most
- * 256 KiB of events (at least one event each). `next_cursor` of each page is the last row it
- * covers, so it also moves past filtered-out rows. Returns the frames and the last cursor covered.
+ * 256 KiB of events (at least one event each). Each page's `next_cursor` is the last row it covers,
+ * so it also moves past filtered-out rows; `last` covers every row, including trailing filtered ones.
  */
-const framesOf = (rows: ReadonlyArray<JournalEvent>, visible: (row: JournalEvent) => boolean, after: bigint) => {
-  const frames: Array<string> = []
+const pagesOf = (rows: ReadonlyArray<JournalEvent>, visible: (row: JournalEvent) => boolean, after: bigint) => {
+  const pages: Array<{ readonly frame: string; readonly last: bigint }> = []
   let events: Array<string> = []
   let bytes = 0
   let last = after
   for (const row of rows) {
     if (visible(row)) {
       if (events.length > 0 && bytes + row.json.length > STREAM_LIMITS.pageBytes) {
-        frames.push(eventPageFrame(events, last))
+        pages.push({ frame: eventPageFrame(events, last), last })
         events = []
         bytes = 0
       }
@@ -248,8 +248,8 @@ const framesOf = (rows: ReadonlyArray<JournalEvent>, visible: (row: JournalEvent
     }
     last = row.cursor
   }
-  if (events.length > 0) frames.push(eventPageFrame(events, last))
-  return { frames, last }
+  if (events.length > 0) pages.push({ frame: eventPageFrame(events, last), last })
+  return { pages, last }
 }
 
 const slowConsumer = close("slow_consumer", "a page stayed unwritten for 5 s; resume from the last next_cursor")
@@ -273,18 +273,19 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
     const open = () => ws.readyState === WebSocket.OPEN
     let last = subscribed.start
     let lastSentAt = 0
-    const sendRaw = (frames: ReadonlyArray<string>) => {
-      for (const frame of frames) ws.send(frame)
-      if (frames.length > 0) lastSentAt = now()
+    /** Sends one frame; true while the socket's backlog stays under the low-water mark. */
+    const sendRaw = (frame: string) => {
+      ws.send(frame)
+      lastSentAt = now()
       const queued = ws.bufferedAmount
       StreamConnections.recordQueued(queued)
       return queued <= STREAM_LIMITS.lowWaterBytes
     }
-    // Pull mode's send: the page must be written before the next one is read.
-    const send = (frames: ReadonlyArray<string>) =>
+    // Pull mode's send: each page must be written before the next one is sent or read.
+    const send = (frame: string) =>
       Effect.suspend(() => {
         if (!open()) return Effect.never
-        sendRaw(frames)
+        sendRaw(frame)
         return Effect.map(awaitWritten(ws, netSocket), (written) =>
           written ? Option.none() : Option.some(slowConsumer),
         )
@@ -301,12 +302,18 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
             Deferred.unsafeDone(left, Exit.succeed("gap"))
             return false
           }
-          const page = framesOf(rows, visible, follower.last)
-          follower.last = page.last
           StreamConnections.recordPage("pushed")
-          if (sendRaw(page.frames)) return true
-          Deferred.unsafeDone(left, Exit.succeed("blocked"))
-          return false
+          const { pages, last: covered } = pagesOf(rows, visible, follower.last)
+          for (const page of pages) {
+            follower.last = page.last
+            // Backed up: stop here; pull mode goes on from this page once it is written.
+            if (!sendRaw(page.frame)) {
+              Deferred.unsafeDone(left, Exit.succeed("blocked"))
+              return false
+            }
+          }
+          follower.last = covered
+          return true
         },
       }
       if (!(yield* env.tail.follow(follower))) return false
@@ -317,7 +324,7 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
           )
           if (Option.isSome(woken)) return woken.value
           if (!open()) return yield* Effect.never
-          if (now() - lastSentAt >= idleMs && !sendRaw([eventPageFrame([], follower.last)])) return "blocked"
+          if (now() - lastSentAt >= idleMs && !sendRaw(eventPageFrame([], follower.last))) return "blocked"
         }
       }).pipe(Effect.ensuring(env.tail.unfollow(follower)))
       last = follower.last
@@ -325,7 +332,7 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
     })
 
     // The first page tells the client where the stream starts.
-    const first = yield* send([eventPageFrame([], last)])
+    const first = yield* send(eventPageFrame([], last))
     if (Option.isSome(first)) return first.value
     while (true) {
       const rows = yield* env.tail.pageAfter(last, STREAM_LIMITS.pageRows).pipe(Effect.orDie)
@@ -336,11 +343,15 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
           `events after cursor ${last} are no longer retained; take a new snapshot and resume from its x-event-cursor`,
         )
       }
-      const page = framesOf(rows, visible, last)
-      last = page.last
-      const frames = page.frames.length === 0 && now() - lastSentAt >= idleMs ? [eventPageFrame([], last)] : page.frames
-      if (frames.length > 0) {
-        const blocked = yield* send(frames)
+      const { pages, last: covered } = pagesOf(rows, visible, last)
+      for (const page of pages) {
+        last = page.last
+        const blocked = yield* send(page.frame)
+        if (Option.isSome(blocked)) return blocked.value
+      }
+      last = covered
+      if (pages.length === 0 && now() - lastSentAt >= idleMs) {
+        const blocked = yield* send(eventPageFrame([], last))
         if (Option.isSome(blocked)) return blocked.value
       }
       if (rows.length < STREAM_LIMITS.pageRows) {
