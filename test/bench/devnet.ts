@@ -1,0 +1,74 @@
+/**
+ * Time to a ready devnet: wall time from spawning `npm start` (the real script, a fresh data dir, free ports) to
+ * the service answering GET /v1/info with 200 (target <= 10 s), and separately to GET /health answering 200 (it
+ * does once the chain watchers report every chain fresh; until then "not yet ready" after a bounded wait). Then
+ * the same for a restart on the existing data (resumed deployment). Never touches ./.data.
+ */
+import { type DevnetProcess, eventually, freeTcpPort, makeDataDir, spawnDevnet } from "../support/DevnetProcess.ts"
+
+const TARGET_S = 10
+const INFO_TIMEOUT_MS = 120_000
+const HEALTH_WAIT_MS = Number(process.env.BENCH_HEALTH_WAIT_MS ?? 20_000)
+
+const status = async (url: string): Promise<number> => {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) })
+    await res.arrayBuffer()
+    return res.status
+  } catch {
+    return 0
+  }
+}
+
+const pollUntil200 = async (url: string, since: number, timeoutMs: number): Promise<number | undefined> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if ((await status(url)) === 200) return (performance.now() - since) / 1000
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return undefined
+}
+
+const stop = async (devnet: DevnetProcess) => {
+  devnet.interrupt()
+  const stopped = await Promise.race([devnet.exited.then(() => true), new Promise((r) => setTimeout(r, 20_000, false))])
+  if (!stopped) devnet.killGroup()
+}
+
+const run = async (label: string, dataDir: string) => {
+  const port = await freeTcpPort()
+  const t0 = performance.now()
+  const devnet = spawnDevnet({ dataDir, port, viaNpm: true })
+  try {
+    const info = await pollUntil200(`${devnet.apiUrl}/v1/info`, t0, INFO_TIMEOUT_MS)
+    if (info === undefined) throw new Error(`no /v1/info within ${INFO_TIMEOUT_MS / 1000} s:\n${devnet.output()}`)
+    const health = await pollUntil200(`${devnet.apiUrl}/health`, t0, HEALTH_WAIT_MS)
+    let healthText = `${health?.toFixed(2)} s`
+    if (health === undefined) {
+      const body = await fetch(`${devnet.apiUrl}/health`)
+        .then((r) => r.json() as Promise<{ chains?: Array<{ venue: string; error?: string }> }>)
+        .catch(() => ({ chains: [] }))
+      const why = (body.chains ?? []).map((c) => `${c.venue}: ${c.error || "not ready"}`).join("; ")
+      healthText = `not yet ready after ${(HEALTH_WAIT_MS / 1000).toFixed(0)} s (${why || "503"})`
+    }
+    // Wait for the banner too, so that the stop below is a normal shutdown rather than one mid-start.
+    await eventually(() => /Settlement devnet is up/.test(devnet.output()), 10_000)
+    console.log(
+      `${label.padEnd(26)} /v1/info 200 after ${info.toFixed(2)} s ` +
+        `(target <= ${TARGET_S} s: ${info <= TARGET_S ? "met" : "MISSED"});  /health 200: ${healthText}`,
+    )
+    return info
+  } finally {
+    await stop(devnet)
+  }
+}
+
+const dir = makeDataDir()
+try {
+  console.log("devnet time to ready: `npm start` spawned -> GET /v1/info 200 (loopback, fresh temporary data dir)")
+  await run("fresh (deploys contracts)", dir.dataDir)
+  await run("restart (resumes)", dir.dataDir)
+} finally {
+  dir.remove()
+}
+process.exit(0)
