@@ -7,6 +7,7 @@ import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
 import { MakersApi } from "./MakersApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
+import { TakesApi } from "./TakesApi.ts"
 import { WithdrawalsApi } from "./WithdrawalsApi.ts"
 
 /**
@@ -24,6 +25,7 @@ export class Api extends HttpApi.make("settlement")
   .add(OrdersApi)
   .add(EscrowApi)
   .add(WithdrawalsApi)
+  .add(TakesApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

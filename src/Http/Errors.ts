@@ -80,6 +80,11 @@ export const BelowMinimum = define(
   "The amount is below the minimum (a close: 1,000,000 base units, or the venue's release_minimum into margin).",
 )
 export const InsufficientBalance = define("INSUFFICIENT_BALANCE", 422, "The amount exceeds what is available.")
+export const NoLiquidity = define(
+  "NO_LIQUIDITY",
+  422,
+  "The live quotes cannot route this take (min_out not reachable within max_parts).",
+)
 export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
 export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
 export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
@@ -118,6 +123,7 @@ export const ALL_ERRORS = [
   SignatureInvalid,
   BelowMinimum,
   InsufficientBalance,
+  NoLiquidity,
   VenueRefused,
   RateLimited,
   Internal,

@@ -23,6 +23,7 @@ import { MakersHandlers } from "./MakersHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
+import { TakesHandlers } from "./TakesHandlers.ts"
 import { WithdrawalsHandlers } from "./WithdrawalsHandlers.ts"
 
 /** Every group's handlers; tests add a probe group to the same API id on top of these. */
@@ -36,6 +37,7 @@ export const HandlersLive = Layer.mergeAll(
   OrdersHandlers,
   WithdrawalsHandlers,
   EscrowHandlers,
+  TakesHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
   Layer.provide(VenueAdaptersLive),
