@@ -15,8 +15,6 @@ export interface BannerInput {
   readonly database: string
   /** true: contracts deployed by this start; false: an existing deployment resumed. */
   readonly fresh: boolean
-  /** Set when the venue simulators are not running, saying why. */
-  readonly simulatorsNote: string | undefined
   readonly startupMs: number
   readonly cwd?: string
 }
@@ -63,7 +61,6 @@ export const renderBanner = (b: BannerInput): string => {
       `      USDC ${c.deployment.contracts.token.address}   escrow ${c.deployment.contracts.escrow.address}` +
         `   legacy escrow ${c.deployment.contracts.legacyEscrow.address}`,
     ]),
-    ...(b.simulatorsNote === undefined ? [] : [`    venue simulators: ${b.simulatorsNote}`]),
     "",
     "  Test accounts: anvil's well-known keys. TEST ONLY: these keys are public, never use them on a real chain.",
     "  Each started with 10 000 ETH and 1 000 000 USDC on both chains.",

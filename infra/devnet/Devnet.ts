@@ -1,6 +1,5 @@
 // The devnet `npm start` runs when no SETTLEMENT_CONFIG is given: a lock on the data dir, PostgreSQL, two anvil
-// chains, the contracts (deployed once, then resumed), the venue simulators (once they land), the service, and
-// a banner.
+// chains, the contracts (deployed once, then resumed), the venue simulators, the service, and a banner.
 //
 // Every resource is acquired in the program's scope, so it is released on every exit path (success never
 // happens; a failure at any step, or an interruption by SIGINT/SIGTERM/SIGHUP in DevnetMain.ts) in reverse order:
@@ -24,12 +23,11 @@ import {
   devnetKey,
   devnetPaths,
   readDeploymentRecord,
-  SIGNATURE_CHAIN_ID,
   writeJsonAtomic,
 } from "./DevnetOptions.ts"
 import { type HeldLock, type LockChild, pidAlive } from "./Lock.ts"
 import { SERVICE_MATCH, type ServiceChild, waitUntilAnswering } from "./Service.ts"
-import { loadSimulators, simulatorsPresent, type VenueSimulator } from "./Simulators.ts"
+import { startSimulator, type VenueSimulator } from "./Simulators.ts"
 
 /**
  * The modules that need viem and the service's config schema, loaded while PostgreSQL initialises and the chains
@@ -91,7 +89,7 @@ const portFree = (port: number) =>
   })
 
 /** Fixed ports are checked up front, so a busy one is reported with the variable that moves it. */
-const checkPorts = (options: DevnetOptions, simulators: boolean) =>
+const checkPorts = (options: DevnetOptions) =>
   Effect.gen(function* () {
     const wanted: Array<{ port: number; what: string; env: string }> = [
       { port: options.apiPort, what: "the service API", env: "PORT" },
@@ -99,7 +97,7 @@ const checkPorts = (options: DevnetOptions, simulators: boolean) =>
     for (const c of options.chains) {
       const prefix = `DEVNET_${c.kind.toUpperCase()}`
       wanted.push({ port: c.rpcPort, what: `the ${c.name} RPC`, env: `${prefix}_RPC_PORT` })
-      if (simulators) wanted.push({ port: c.apiPort, what: `the ${c.name} venue API`, env: `${prefix}_API_PORT` })
+      wanted.push({ port: c.apiPort, what: `the ${c.name} venue API`, env: `${prefix}_API_PORT` })
     }
     for (const w of wanted) {
       if (w.port !== 0 && !(yield* Effect.promise(() => portFree(w.port)))) {
@@ -238,36 +236,20 @@ const deployments = (
   })
 
 const startSimulators = (chains: ReadonlyArray<Omit<RunningChain, "apiUrl">>) =>
-  Effect.gen(function* () {
-    const load = yield* attempt("loading the venue simulators", loadSimulators)
-    if (!load.available) return { urls: chains.map(() => undefined), note: load.note }
-    const sims = yield* Effect.all(
-      chains.map(({ spec, deployment, rpcUrl }) =>
-        resource<VenueSimulator>(
-          `${spec.kind} venue simulator`,
-          () =>
-            load.start({
-              kind: spec.kind,
-              port: spec.apiPort,
-              chainRpcUrl: rpcUrl,
-              chainId: deployment.chainId,
-              token: deployment.contracts.token.address,
-              marginMock: deployment.contracts.venue.address,
-              hotWalletKey: devnetKey(DEVNET_ROLES.simulatorHotWallet),
-              signatureChainId: SIGNATURE_CHAIN_ID,
-              // Deposits into the venue mock cannot predate it.
-              fromBlock: BigInt(deployment.contracts.venue.block),
-              onError: (message) => {
-                if (!stopping) console.error(`[venue-sim ${spec.kind}] ${message}`)
-              },
-            }),
-          (sim) => sim.stop(),
-        ),
+  Effect.all(
+    chains.map((chain) =>
+      resource<VenueSimulator>(
+        `${chain.spec.kind} venue simulator on port ${chain.spec.apiPort}`,
+        () =>
+          startSimulator(chain, (message) => {
+            // Expected while stopping (a poll racing the chain's shutdown); worth reading otherwise.
+            if (!stopping) console.error(`[venue-sim ${chain.spec.kind}] ${message}`)
+          }),
+        (sim) => sim.stop(),
       ),
-      { concurrency: "unbounded" },
-    )
-    return { urls: sims.map((s) => s.url), note: undefined }
-  })
+    ),
+    { concurrency: "unbounded" },
+  )
 
 /**
  * Runs the devnet until interrupted; fails with a DevnetError saying what went wrong. Takes over the lock and the
@@ -284,8 +266,7 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
     const serviceChild: LockChild = { name: "service", pid: service.pid, match: SERVICE_MATCH }
     lock.update({ children: [serviceChild] })
 
-    const simulatorsLanded = simulatorsPresent()
-    yield* checkPorts(options, simulatorsLanded)
+    yield* checkPorts(options)
 
     // An interrupted first start may have left chain state without a deployment record: start those chains over.
     const freshChains = !existsSync(paths.deployment)
@@ -331,7 +312,7 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
 
     const base = options.chains.map((spec, i) => ({ spec, deployment: deployed[i]!, rpcUrl: anvils[i]!.rpcUrl }))
     const simulators = yield* startSimulators(base)
-    const running: Array<RunningChain> = base.map((c, i) => ({ ...c, apiUrl: simulators.urls[i] }))
+    const running: Array<RunningChain> = base.map((c, i) => ({ ...c, apiUrl: simulators[i]?.url }))
 
     const config = yield* heavy
       .buildDevnetConfig(running)
@@ -358,7 +339,6 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
             ? `${database.url}   (embedded, ${shownDir}/pg)`
             : "DATABASE_URL (from the environment)",
         fresh,
-        simulatorsNote: simulators.note,
         startupMs: performance.now(),
       }),
     )

@@ -18,7 +18,6 @@ import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "vi
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import type { Deployment } from "../../infra/devnet/Deploy.ts"
-import { simulatorsPresent } from "../../infra/devnet/Simulators.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import {
   type DevnetProcess,
@@ -137,7 +136,7 @@ describe("devnet (npm start without configuration)", () => {
       expect(venue.escrow).toBe(deployment.contracts.escrow.address)
       expect(venue.token).toBe(deployment.contracts.token.address)
       expect(venue.deployment_block).toBe(Number(deployment.contracts.escrow.block))
-      expect(venue.api_url !== undefined).toBe(simulatorsPresent())
+      expect(venue.api_url, "the venue simulator's URL").toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
       const pub = client(venue)
       expect(await pub.getChainId()).toBe(venue.chain_id)
       for (const [name, contract] of Object.entries(deployment.contracts)) {

@@ -165,7 +165,6 @@ describe("devnet banner", () => {
       configFile: "/w/.data/devnet-config.json",
       database: "embedded",
       fresh: true,
-      simulatorsNote: undefined,
       startupMs: 4200,
       cwd: "/w",
     })
