@@ -3,6 +3,7 @@
 // real `npm start` script that takes over a stale lock and finds its balances again, SIGTERM, reset.
 import { spawn, spawnSync } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { type AddressInfo, createServer } from "node:net"
 import { join } from "node:path"
 import {
   type Address,
@@ -268,6 +269,57 @@ describe("devnet restart (npm start again on the same data dir)", () => {
     expect(result.status, result.stderr).toBe(0)
     expect(existsSync(dir.dataDir)).toBe(false)
   }, 60_000)
+})
+
+describe("devnet start-up exit paths", () => {
+  it("a busy port fails with a message naming the variable, leaving nothing running", async () => {
+    const other = makeDataDir()
+    const server = createServer()
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    const busy = (server.address() as AddressInfo).port
+    try {
+      const devnet = spawnDevnet({ dataDir: other.dataDir, port: busy })
+      started.push(devnet)
+      const seen = new Map<number, string>()
+      const watch = setInterval(() => {
+        for (const p of descendants(devnet.pid)) seen.set(p.pid, p.args)
+      }, 100)
+      const { code } = await devnet.exited
+      clearInterval(watch)
+      expect(code).toBe(1)
+      expect(devnet.output()).toMatch(new RegExp(`port ${busy} \\(the service API\\) is already in use.*set PORT=`))
+      expect([...seen.values()].join("\n")).toMatch(/ServiceLauncher/) // the pre-warmed service existed…
+      expect(await eventually(() => [...seen.keys()].every((pid) => !isAlive(pid)), 10_000)).toBe(true) // …and is gone
+      expect(existsSync(join(other.dataDir, "devnet.lock"))).toBe(false)
+    } finally {
+      server.close()
+      other.remove()
+    }
+  }, 60_000)
+
+  it("Ctrl-C in the middle of start-up stops what was started", async () => {
+    const other = makeDataDir()
+    try {
+      const devnet = spawnDevnet({ dataDir: other.dataDir, port: await freeTcpPort() })
+      started.push(devnet)
+      await devnet.waitFor(/starting PostgreSQL/)
+      const seen = new Map<number, string>()
+      const watch = setInterval(() => {
+        for (const p of [...descendants(devnet.pid), ...processesMentioning(other.parent)]) seen.set(p.pid, p.args)
+      }, 50)
+      await new Promise((r) => setTimeout(r, 500))
+      devnet.interrupt()
+      const { code } = await devnet.exited
+      clearInterval(watch)
+      expect(code).toBe(0)
+      expect(devnet.output()).not.toMatch(BANNER)
+      expect(await eventually(() => [...seen.keys()].every((pid) => !isAlive(pid)), 15_000)).toBe(true)
+      expect(processesMentioning(other.parent)).toEqual([])
+      expect(existsSync(join(other.dataDir, "devnet.lock"))).toBe(false)
+    } finally {
+      other.remove()
+    }
+  }, 90_000)
 })
 
 describe("npm start with SETTLEMENT_CONFIG", () => {
