@@ -26,6 +26,8 @@ export const STREAM_LIMITS = {
   blockedSendTimeout: Duration.seconds(5),
   /** An empty page is sent when nothing was sent for this long. */
   idlePageInterval: Duration.millis(500),
+  /** The server pings this often and drops a peer that answered none of the last two pings. */
+  heartbeat: Duration.seconds(15),
   /** Private streams re-authenticate their token this often. */
   authRecheckInterval: Duration.millis(500),
   /** Most journal rows scanned for one page. */

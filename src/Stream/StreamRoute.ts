@@ -2,16 +2,22 @@ import type { Duplex } from "node:stream"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
 import { CredentialResolverLive } from "../Http/CredentialResolverLive.ts"
 import { envelopeResponse } from "../Http/Envelope.ts"
 import { authenticateHeader, CredentialResolver } from "../Http/Security.ts"
 import { StreamConnections } from "./Connections.ts"
 import { JournalTail } from "./JournalTail.ts"
+import { STREAM_LIMITS } from "./StreamProtocol.ts"
 import { refuseSession, type SessionEnv, streamSession } from "./StreamSession.ts"
 
 export const STREAM_PATH = "/v1/stream"
+
+/** The ping interval (spec-free liveness check); tests shorten it. */
+export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("StreamHeartbeat", {
+  defaultValue: (): Duration.DurationInput => STREAM_LIMITS.heartbeat,
+}) {}
 
 /**
  * `GET /v1/stream`: the WebSocket of live events (spec Events, DESIGN §9), served by the platform's
@@ -32,6 +38,7 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
       // The subscription token authenticates exactly as `Authorization: Bearer <token>` would.
       authenticate: (token) => authenticateHeader(`Bearer ${token}`, admins, resolver),
       venues: new Set(deployment.venues.map((v) => v.id)),
+      heartbeat: Duration.decode(yield* StreamHeartbeat),
     }
     yield* router.get(
       STREAM_PATH,

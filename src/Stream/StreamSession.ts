@@ -33,6 +33,8 @@ export interface SessionEnv {
   ) => Effect.Effect<Principal, { readonly error: { readonly message: string } }, SqlClient.SqlClient>
   /** Venue ids of the deployment (pair filter validation). */
   readonly venues: ReadonlySet<string>
+  /** How often the server pings; a peer that answered none of the last two pings is dropped. */
+  readonly heartbeat: Duration.Duration
 }
 
 const close = (code: ControlCode, message: string): Close => ({ code, message })
@@ -396,6 +398,25 @@ export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: Ses
       const { ws: opened, reader } = yield* openSocket(socket, netSocket, onMessage)
       if (Option.isNone(opened)) return yield* StreamConnections.recordClose("peer")
       const ws = opened.value
+
+      // Dead peers (no FIN, no pong) would hold a connection slot until TCP gives up: ping, and drop
+      // a peer that did not answer since the previous ping.
+      let answered = true
+      ws.on("pong", () => {
+        answered = true
+      })
+      yield* Effect.gen(function* () {
+        while (ws.readyState === WebSocket.OPEN) {
+          yield* Effect.sleep(env.heartbeat)
+          if (!answered) {
+            state.closing = true
+            yield* StreamConnections.recordClose("unresponsive")
+            return ws.terminate()
+          }
+          answered = false
+          if (ws.readyState === WebSocket.OPEN) ws.ping()
+        }
+      }).pipe(Effect.forkScoped)
 
       const tooLarge = close("message_too_large", `inbound messages are at most ${STREAM_LIMITS.maxInboundBytes} bytes`)
       limitInbound(ws, () => {
