@@ -45,8 +45,13 @@ export const decodeHistoryCursor = (
   if (parts.length !== 2 || !/^[A-Za-z0-9_-]+$/.test(parts[0]!) || !/^[A-Za-z0-9_-]+$/.test(parts[1]!)) {
     return Either.left("after is not a cursor of this route")
   }
-  const body = Buffer.from(parts[0]!, "base64url").toString("utf8")
+  const bodyBytes = Buffer.from(parts[0]!, "base64url")
   const given = Buffer.from(parts[1]!, "base64url")
+  // Only the canonical spelling: an edit in a final character's unused bits must not pass as the same cursor.
+  if (bodyBytes.toString("base64url") !== parts[0] || given.toString("base64url") !== parts[1]) {
+    return Either.left("after is not a cursor of this route")
+  }
+  const body = bodyBytes.toString("utf8")
   const expected = mac(key, master, body)
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     return Either.left("after is not a cursor issued to this account by this route")
