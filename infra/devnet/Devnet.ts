@@ -50,13 +50,13 @@ type HeavyModules = Effect.Effect.Success<ReturnType<typeof loadHeavyModules>>
 
 export class DevnetError extends Data.TaggedError("DevnetError")<{ readonly message: string }> {}
 
-/** Progress lines carry the time since the process started, so a slow phase shows where it is. */
 /** Set once a stop was asked for: background errors of things being stopped are expected then, not reported. */
 let stopping = false
 export const markStopping = () => {
   stopping = true
 }
 
+/** Progress lines carry the time since the process started, so a slow phase shows where it is. */
 const say = (line: string) => console.log(`[devnet ${(performance.now() / 1000).toFixed(1).padStart(4)}s] ${line}`)
 const log = (line: string) => Effect.sync(() => say(line))
 
@@ -163,14 +163,16 @@ const embeddedDatabase = (paths: DevnetPaths) =>
     return { url: Redacted.value(url), pid }
   })
 
-const startChain = (spec: DevnetChainSpec, paths: DevnetPaths) =>
+const startChain = (spec: DevnetChainSpec, options: DevnetOptions, paths: DevnetPaths) =>
   resource(
     `anvil chain ${spec.chainId} on port ${spec.rpcPort}`,
     () =>
       startAnvil({
         chainId: spec.chainId,
         port: spec.rpcPort,
-        slotsInAnEpoch: 2,
+        // Finalized lags latest by 2 × slots blocks. Mining stays automatic (a block per transaction) until the
+        // contracts are in place, then switches to interval mining.
+        slotsInAnEpoch: options.slotsInAnEpoch,
         stateFile: paths.anvilState(spec.chainId),
         // anvil writes the state file when it exits; the interval bounds what a crash of anvil itself loses.
         stateIntervalSeconds: 30,
@@ -285,7 +287,7 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
           ? embeddedDatabase(paths)
           : Effect.succeed({ url: options.databaseUrl, pid: undefined }),
         Effect.all(
-          options.chains.map((c) => startChain(c, paths)),
+          options.chains.map((c) => startChain(c, options, paths)),
           { concurrency: "unbounded" },
         ),
         loadHeavyModules(),
