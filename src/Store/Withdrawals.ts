@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { OPEN_STATES, type WithdrawalState, type WithdrawalTarget } from "../Domain/Withdrawal.ts"
+import { canMove, OPEN_STATES, type WithdrawalState, type WithdrawalTarget } from "../Domain/Withdrawal.ts"
 import type { HistoryPosition } from "../Domain/WithdrawalCursor.ts"
 import { appendJournal } from "./Journal.ts"
 
@@ -215,6 +215,17 @@ export interface TransitionFields {
  * state with the bumped revision. None when another writer moved it first.
  */
 export const transition = (
+  id: string,
+  from: WithdrawalState,
+  to: WithdrawalState,
+  f: TransitionFields,
+  nowMs: number,
+) =>
+  canMove(from, to)
+    ? transitionUnchecked(id, from, to, f, nowMs)
+    : Effect.dieMessage(`withdrawal ${id}: ${from} -> ${to} is not a transition`)
+
+const transitionUnchecked = (
   id: string,
   from: WithdrawalState,
   to: WithdrawalState,

@@ -215,6 +215,8 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
       hl!.sim.control.timeoutNext(1, { holdMs: 4_000, apply: true })
       const res = yield* submit(base, token, first, yield* signPrepared(account, first))
       const id = (res.json as WithdrawalView).id
+      // The venue's ledger is unreadable for now: the withdrawal stays unknown while the blocking is checked.
+      hl!.sim.control.refuseNext(10_000, { scope: "read" })
       const unknown = yield* waitFor(base, token, id, inState("unknown", "relayed", "failed"))
       expect(unknown.state).toBe("unknown")
       expect(unknown.error).toMatch(/no answer/)
@@ -226,6 +228,8 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
       // The unlink is refused too.
       const unlink = yield* rawRequest(`${base}/v1/accounts/hyperliquid`, { method: "DELETE", headers: bearer(token) })
       expect(code(unlink)).toBe("ACCOUNT_IN_USE")
+      expect((yield* get(`${base}/v1/withdrawals/${id}`, token)).json).toMatchObject({ state: "unknown" })
+      hl!.sim.control.clearFaults()
       const relayed = yield* waitFor(base, token, id, inState("relayed", "failed"))
       expect(relayed.state).toBe("relayed")
       expect(relayed.venue_ref).toMatch(/^0x/)
