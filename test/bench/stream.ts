@@ -15,6 +15,7 @@
  * BENCH_SUBSCRIBERS (256), BENCH_RATE (events/s, 200), BENCH_SECONDS (5) override the defaults.
  */
 import { createRequire } from "node:module"
+import { cpus, loadavg } from "node:os"
 import { Worker } from "node:worker_threads"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
@@ -150,6 +151,7 @@ const program = Effect.gen(function* () {
   yield* Effect.promise(() => new Promise((resolve) => bare.once("listening", resolve)))
   const bareClients = startClients(`ws://127.0.0.1:${(bare.address() as { port: number }).port}`, false)
   yield* Effect.promise(() => bareClients.ready)
+  const bareCpu0 = process.cpuUsage()
   const bareStarted = yield* steady((seq) =>
     Effect.sync(() => {
       const data = payload(seq)
@@ -163,6 +165,7 @@ const program = Effect.gen(function* () {
     }),
   )
   yield* Effect.sleep(`${DRAIN_MS} millis`)
+  const bareCpu = process.cpuUsage(bareCpu0)
   const bareDeliveries = yield* Effect.promise(() => bareClients.stop())
   yield* Effect.promise(() => new Promise((resolve) => bare.close(resolve)))
   const baseline = percentiles(bareDeliveries.map((d) => d.at - bareStarted[d.seq]!))
@@ -203,9 +206,16 @@ const program = Effect.gen(function* () {
     `  append → delivery p50 ${ms(endToEnd.p50)}, p99 ${ms(endToEnd.p99)} ` +
       `(append → cursor assigned p50 ${ms(publisherLag.p50)}, p99 ${ms(publisherLag.p99)})`,
   )
+  const perDelivery = (c: NodeJS.CpuUsage, n: number) => (((c.user + c.system) / n) * 1000).toFixed(0)
   console.log(
     `  server process: ${((cpu.user + cpu.system) / 1000 / (SECONDS * 1000 + DRAIN_MS)).toFixed(2)} CPU, ` +
-      `main event loop ${(elu * 100).toFixed(0)}% busy`,
+      `main event loop ${(elu * 100).toFixed(0)}% busy; process CPU per delivery ${perDelivery(cpu, deliveries.length)} ns ` +
+      `(baseline phase ${perDelivery(bareCpu, bareDeliveries.length)} ns; both include the client threads)`,
+  )
+  console.log(
+    `  load average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} on ${cpus().length} CPUs`,
   )
   console.log(`delivered events/s ratio stream/baseline: ${(deliveries.length / bareDeliveries.length).toFixed(2)}`)
   console.log(`p50 ratio stream/baseline (publish → delivery): ${(fromPublish.p50 / baseline.p50).toFixed(1)}`)
