@@ -3,8 +3,20 @@
  * the service answering GET /v1/info with 200 (target <= 10 s), and separately to GET /health answering 200 (it
  * does once the chain watchers report every chain fresh; until then "not yet ready" after a bounded wait). Then
  * the same for a restart on the existing data (resumed deployment). Never touches ./.data.
+ *
+ * Wall time depends on what else the machine runs, so each line also gives the load average and the CPU seconds
+ * the devnet's processes had used when /v1/info first answered (load-independent).
  */
-import { type DevnetProcess, eventually, freeTcpPort, makeDataDir, spawnDevnet } from "../support/DevnetProcess.ts"
+import { readFileSync } from "node:fs"
+import { availableParallelism, loadavg } from "node:os"
+import {
+  type DevnetProcess,
+  descendants,
+  eventually,
+  freeTcpPort,
+  makeDataDir,
+  spawnDevnet,
+} from "../support/DevnetProcess.ts"
 
 const TARGET_S = 10
 const INFO_TIMEOUT_MS = 120_000
@@ -29,6 +41,23 @@ const pollUntil200 = async (url: string, since: number, timeoutMs: number): Prom
   return undefined
 }
 
+const TICKS_PER_SECOND = 100 // USER_HZ, 100 on Linux
+
+/** CPU seconds used by `root` and every process below it, including children they already reaped (initdb). */
+const treeCpuSeconds = (root: number): number => {
+  let ticks = 0
+  for (const pid of [root, ...descendants(root).map((p) => p.pid)]) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return ticks / TICKS_PER_SECOND
+}
+
 const stop = async (devnet: DevnetProcess) => {
   devnet.interrupt()
   const stopped = await Promise.race([devnet.exited.then(() => true), new Promise((r) => setTimeout(r, 20_000, false))])
@@ -40,8 +69,10 @@ const run = async (label: string, dataDir: string) => {
   const t0 = performance.now()
   const devnet = spawnDevnet({ dataDir, port, viaNpm: true })
   try {
+    const load = loadavg()[0]!
     const info = await pollUntil200(`${devnet.apiUrl}/v1/info`, t0, INFO_TIMEOUT_MS)
     if (info === undefined) throw new Error(`no /v1/info within ${INFO_TIMEOUT_MS / 1000} s:\n${devnet.output()}`)
+    const cpu = treeCpuSeconds(devnet.pid)
     const health = await pollUntil200(`${devnet.apiUrl}/health`, t0, HEALTH_WAIT_MS)
     let healthText = `${health?.toFixed(2)} s`
     if (health === undefined) {
@@ -55,7 +86,8 @@ const run = async (label: string, dataDir: string) => {
     await eventually(() => /Settlement devnet is up/.test(devnet.output()), 10_000)
     console.log(
       `${label.padEnd(26)} /v1/info 200 after ${info.toFixed(2)} s ` +
-        `(target <= ${TARGET_S} s: ${info <= TARGET_S ? "met" : "MISSED"});  /health 200: ${healthText}`,
+        `(target <= ${TARGET_S} s: ${info <= TARGET_S ? "met" : "MISSED"}; ${cpu.toFixed(1)} CPU-s used, ` +
+        `load ${load.toFixed(1)} on ${availableParallelism()} CPUs);  /health 200: ${healthText}`,
     )
     return info
   } finally {
