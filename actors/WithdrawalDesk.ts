@@ -19,7 +19,7 @@
  *   land); until then it stays `unknown` and blocks the account's next withdrawal.
  */
 import { Singleton } from "@effect/cluster"
-import { Cause, Clock, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Layer, Option, Schedule } from "effect"
 import type { Address, Hex } from "viem"
 import { AppConfig } from "../src/Config.ts"
 import type { WithdrawalState } from "../src/Domain/Withdrawal.ts"
@@ -61,17 +61,25 @@ export const runWithdrawalDesk = Effect.gen(function* () {
       ),
     )
 
-  /** Rows left submitting by an earlier desk may have reached the venue: unknown, reconciled, never re-sent. */
-  const recoverInterrupted = Effect.gen(function* () {
-    const rows = yield* submittingWithdrawals
-    const now = yield* Clock.currentTimeMillis
-    for (const row of rows) {
-      yield* move(row, "submitting", "unknown", {
-        error: "interrupted while submitting (the service restarted); reconciling against venue evidence",
-        nextCheckMs: now,
-      })
-    }
-  })
+  /**
+   * Rows left submitting by an earlier desk (a crash, a hand-over), or by a send of this one whose outcome could
+   * not be recorded, may have reached the venue: unknown, reconciled by evidence, never re-sent. At start every
+   * such row qualifies; later only rows no fiber here is sending, older than any send can take.
+   */
+  const orphanAfterMs = 2 * Math.max(...deployment.venues.map((v) => v.venue_api.request_timeout_ms)) + 60_000
+  const recoverInterrupted = (olderThanMs: number) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      for (const row of yield* submittingWithdrawals) {
+        if (inFlight.has(row.id)) continue
+        if (olderThanMs > 0 && (row.submitted_at?.getTime() ?? 0) > now - olderThanMs) continue
+        yield* move(row, "submitting", "unknown", {
+          error:
+            "interrupted while submitting (the service stopped or lost the outcome); reconciling against venue evidence",
+          nextCheckMs: now,
+        })
+      }
+    })
 
   const relay = (row: WithdrawalRow) =>
     Effect.gen(function* () {
@@ -85,34 +93,47 @@ export const runWithdrawalDesk = Effect.gen(function* () {
       }
       const claimed = yield* move(row, "queued", "submitting", { submittedMs: yield* Clock.currentTimeMillis })
       if (Option.isNone(claimed)) return
-      const outcome = yield* adapter
+      const sent = yield* adapter
         .submitWithdrawal({
           address: row.address as Address,
           typedData: row.typed_data,
           signature: row.signature as Hex,
         })
-        .pipe(Effect.either)
+        .pipe(Effect.exit)
       const now = yield* Clock.currentTimeMillis
-      if (outcome._tag === "Left") {
-        // Rejected before sending (typed data not the adapter's, no agent key): nothing reached the venue.
-        const e = outcome.left
-        yield* move(row, "submitting", "failed", {
-          error: e._tag === "AgentUnavailable" ? `no agent for the account: ${e.reason}` : e.reason,
-        })
+      // The outcome is known only here: its write is retried until it lands (a restart turns the row unknown).
+      const record = (to: WithdrawalState, fields: TransitionFields) =>
+        move(row, "submitting", to, fields).pipe(
+          Effect.tapErrorCause((cause) => Effect.logWarning(`withdrawal ${row.id}: recording ${to} failed`, cause)),
+          Effect.retry({ schedule: exponentialCapped }),
+        )
+      if (Exit.isFailure(sent)) {
+        const failure = Cause.failureOption(sent.cause)
+        if (Option.isSome(failure)) {
+          // Rejected before sending (typed data not the adapter's, no agent key): nothing reached the venue.
+          const e = failure.value
+          yield* record("failed", {
+            error: e._tag === "AgentUnavailable" ? `no agent for the account: ${e.reason}` : e.reason,
+          })
+        } else if (!Cause.isInterruptedOnly(sent.cause)) {
+          // A defect mid-send: it may have left.
+          yield* record("unknown", { error: "the send failed unexpectedly", nextCheckMs: now + settings.reconcile_ms })
+        }
+        // Interrupted (shutdown, hand-over): left submitting for the next desk to turn unknown.
         return
       }
-      const result = outcome.right
+      const result = sent.value
       switch (result._tag) {
         case "Acknowledged":
-          yield* move(row, "submitting", "relayed", { venueRef: result.venueRef, relayedMs: now })
+          yield* record("relayed", { venueRef: result.venueRef, relayedMs: now })
           return
         case "Refused":
-          yield* move(row, "submitting", "failed", {
+          yield* record("failed", {
             error: result.sent ? `refused by the venue (${result.code}): ${result.error}` : `not sent: ${result.error}`,
           })
           return
         case "Unknown":
-          yield* move(row, "submitting", "unknown", { error: result.reason, nextCheckMs: now + settings.reconcile_ms })
+          yield* record("unknown", { error: result.reason, nextCheckMs: now + settings.reconcile_ms })
           return
       }
     })
@@ -180,13 +201,19 @@ export const runWithdrawalDesk = Effect.gen(function* () {
           ),
         )
 
+  let lastSweepMs = 0
   const tick = Effect.gen(function* () {
+    const start = yield* Clock.currentTimeMillis
+    if (start - lastSweepMs >= 10_000) {
+      lastSweepMs = start
+      yield* recoverInterrupted(orphanAfterMs)
+    }
     for (const row of yield* queuedWithdrawals(BATCH)) yield* dispatch(row, relay)
     const now = yield* Clock.currentTimeMillis
     for (const row of yield* dueUnknownWithdrawals(now, BATCH)) yield* dispatch(row, reconcile)
   })
 
-  yield* recoverInterrupted.pipe(
+  yield* recoverInterrupted(0).pipe(
     Effect.tapErrorCause((cause) => Effect.logError("withdrawal desk: recovering submitting rows failed", cause)),
     Effect.retry({ schedule: exponentialCapped }),
   )

@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { rawRequest } from "../support/Http.ts"
@@ -386,12 +386,29 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
       expect(yield* counts).toEqual(before)
 
       // Another account's withdrawal is not found; a withdrawal of mine is.
-      const mine = yield* submit(base, token, prepared, signature)
-      expect(mine.status).toBe(200)
+      // (Hyperliquid's window is 5 s here: the preparation above may have expired meanwhile; prepare afresh.)
+      const again = yield* prepareOk(base, token, { venue: "hyperliquid", amount: "1000000", to: "signer" })
+      const mine = yield* submit(base, token, again, yield* signPrepared(account, again))
+      expect(mine.status, mine.text).toBe(200)
       const id = (mine.json as WithdrawalView).id
       expectError(yield* getAs(`/v1/withdrawals/${id}`, other.token), 404, "NOT_FOUND")
       expect((yield* getAs(`/v1/withdrawals/${id}`)).status).toBe(200)
       yield* waitFor(base, token, id, inState("relayed", "failed", "unknown"))
+    }),
+  )
+
+  it.effect("a preparation past its validity (here Hyperliquid's 5 s nonce window) is refused: CHALLENGE_EXPIRED", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { hl } = yield* WithdrawalDevnet
+      const { account, token } = yield* hyperliquidAccount(base, hl!, 5n * USDC)
+      const prepared = yield* prepareOk(base, token, { venue: "hyperliquid", amount: "1000000", to: "signer" })
+      expect(Date.parse(prepared.expires_at) - Date.now()).toBeLessThanOrEqual(HL_WINDOW_MS)
+      const signature = yield* signPrepared(account, prepared)
+      yield* Effect.sleep(Duration.millis(Date.parse(prepared.expires_at) - Date.now() + 200))
+      const late = yield* submit(base, token, prepared, signature)
+      expect([late.status, code(late)]).toEqual([422, "CHALLENGE_EXPIRED"])
+      expect(hl!.sim.control.balance(lower(account.address))).toBe(5n * USDC)
     }),
   )
 
