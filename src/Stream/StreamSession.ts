@@ -98,11 +98,15 @@ const openSocket = (socket: Socket.Socket, netSocket: Duplex, onMessage: (data: 
 export const refuseSession = (socket: Socket.Socket, netSocket: Duplex) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const { ws } = yield* openSocket(socket, netSocket, () => {})
+      const { ws, reader } = yield* openSocket(socket, netSocket, () => {})
       if (Option.isNone(ws)) return
+      limitInbound(ws.value, () => {})
       const limit = STREAM_LIMITS.maxConnections
       ws.value.send(controlFrame("too_many_connections", `${limit} stream connections are open; retry later`))
       ws.value.close(CONTROL_CODES.too_many_connections, "too_many_connections")
+      // Refused sockets do not linger either: a short grace for the close handshake, then dropped.
+      const done = yield* Fiber.await(reader).pipe(Effect.timeoutOption("2 seconds"))
+      if (Option.isNone(done)) ws.value.terminate()
     }),
   )
 
@@ -436,15 +440,15 @@ export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: Ses
             ws.send(controlFrame(c.code, c.message))
             ws.close(CONTROL_CODES[c.code], c.code)
           }
-          const record = StreamConnections.recordClose(c.code)
-          // A slow consumer does not read its close frame either: drop the connection after a grace.
-          return c.code === "slow_consumer"
-            ? Effect.zipRight(
-                record,
-                Effect.forkDaemon(Effect.sleep("1 second").pipe(Effect.zipRight(Effect.sync(() => ws.terminate())))),
-              )
-            : record
+          return StreamConnections.recordClose(c.code)
         })
+      // The slot is held until the socket is really closed: the close handshake gets a short grace
+      // (a slow consumer reads nothing, not even its close frame), then the socket is dropped.
+      const linger = (grace: Duration.DurationInput) =>
+        Fiber.await(reader).pipe(
+          Effect.timeoutOption(grace),
+          Effect.flatMap((done) => (Option.isNone(done) ? Effect.sync(() => ws.terminate()) : Effect.void)),
+        )
 
       const conversation = Effect.gen(function* () {
         const text = yield* Deferred.await(first).pipe(Effect.timeoutOption(STREAM_LIMITS.subscribeTimeout))
@@ -481,11 +485,14 @@ export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: Ses
             }
             return finish(
               close("shutdown", "the server is shutting down; reconnect and resume from the last next_cursor"),
-            )
+            ).pipe(Effect.zipRight(linger("2 seconds")))
           }),
         ),
       )
-      if (Option.isSome(outcome)) return yield* finish(outcome.value)
+      if (Option.isSome(outcome)) {
+        yield* finish(outcome.value)
+        return yield* linger(outcome.value.code === "slow_consumer" ? "1 second" : "2 seconds")
+      }
       if (!state.closing) {
         state.closing = true
         yield* StreamConnections.recordClose("peer")
