@@ -47,4 +47,5 @@ try {
   if (e instanceof DevnetAlreadyRunning) fail(`not resetting: ${e.message}`)
   fail(e instanceof Error ? e.message : String(e))
 }
-console.log(`[devnet:reset] removed ${relative(cwd, dataDir) || dataDir}; the next npm start deploys from scratch`)
+const shown = relative(cwd, dataDir).startsWith("..") ? dataDir : `./${relative(cwd, dataDir)}`
+console.log(`[devnet:reset] removed ${shown}; the next npm start deploys from scratch`)
