@@ -86,7 +86,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         }
         return server
       }
-      return HttpApiBuilder.serve(
+      const serving = HttpApiBuilder.serve(
         globalMiddleware({ origins: config.deployment.app_origins, exposedHeaders: EXPOSED_HEADERS }),
       ).pipe(
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
@@ -94,12 +94,14 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         Layer.provide(StreamLive),
         Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
         Layer.provide(options.api.layer),
-        Layer.merge(announce),
         // No span exporter is configured, and a span per request costs a stack capture (with
         // source maps under tsx): most of the request's CPU time. Enable with an exporter.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: options.port, host: options.host })),
       )
+      // Announced only once the app is attached: the socket listens as soon as the server is built, and a
+      // request that arrived before the app was served would never be answered.
+      return announce.pipe(Layer.provideMerge(serving))
     }),
   )
 

@@ -18,7 +18,6 @@ import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Store/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
-import { rawRequest } from "../support/Http.ts"
 import { type ServiceProcess, startService } from "../support/Process.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
@@ -95,21 +94,6 @@ const sigkill = (service: ServiceProcess) =>
     service.child.kill("SIGKILL")
   })
 
-/**
- * The service prints "listening" once its socket is bound; the HTTP app may be attached a moment later, and a
- * request arriving in between is never answered. Probe with short timeouts until it answers.
- */
-const ready = (base: string) =>
-  until(
-    "the service to answer",
-    rawRequest(`${base}/health/live`).pipe(
-      Effect.timeout("2 seconds"),
-      Effect.map((res) => res.status === 200),
-      Effect.orElseSucceed(() => false),
-    ),
-    60_000,
-  )
-
 /** A signed-in account with its Hyperliquid account linked and credited, and its first withdrawal prepared. */
 const preparedAccount = (base: string, node: VenueNode, log: (m: string) => Effect.Effect<void>, dump: () => string) =>
   Effect.gen(function* () {
@@ -167,7 +151,6 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("withdrawal d
         const t0 = Date.now()
         const log = (m: string) => Effect.sync(() => console.log(`[crash test +${Date.now() - t0} ms] ${m}`))
         const first = yield* startService(env)
-        yield* ready(base)
         yield* log("service started")
         const applied = yield* preparedAccount(base, node, log, first.output)
         const lost = yield* preparedAccount(base, node, log, first.output)
@@ -200,7 +183,6 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("withdrawal d
 
         // Restart on the same database and runner address.
         yield* startService(env)
-        yield* ready(base)
         const restarted = Date.now()
         yield* log("service restarted")
         yield* until(
