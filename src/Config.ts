@@ -159,6 +159,8 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   pay_window_seconds: Schema.optionalWith(PositiveInt, { default: () => 120 }),
   /** Largest single fill, token base units. */
   fill_max: Schema.optionalWith(Amount, { default: () => "1000000000000" }),
+  /** Blocks of one retired contract a GET /v1/escrow/legacy page reads (spec: at most 8,000). */
+  legacy_page_blocks: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8000)), { default: () => 8000 }),
 }) {}
 
 export class SettlementTimings extends Schema.Class<SettlementTimings>("SettlementTimings")({

@@ -18,6 +18,7 @@ import { RpcError, retryRpc, rpc } from "./RpcError.ts"
  * event names a new id; within a page items are keyed by (chain_id, escrow, owner, kind, id).
  */
 
+/** The most a page reads (spec); `limits.legacy_page_blocks` may choose fewer. */
 export const LEGACY_PAGE_BLOCKS = 8000n
 /** Smallest sub-range tried when a node refuses a range as too large (the page still covers its blocks). */
 const MIN_SPLIT_BLOCKS = 64n
@@ -116,8 +117,8 @@ const offerIds = (
   )
 
 /**
- * Scans one page from `position` (none: the first deployment's first block) for offers of `owners`. `clientOf`
- * gives the node of a venue. Fails with RpcError on any node failure, UnknownDeployment for a position that names
+ * Scans one page (at most `pageBlocks` blocks, never more than 8,000) from `position` (none: the first
+ * deployment's first block) for offers of `owners`. `clientOf` gives the node of a venue. Fails with RpcError on any node failure, UnknownDeployment for a position that names
  * no configured deployment.
  */
 export const scanLegacyPage = (
@@ -125,6 +126,7 @@ export const scanLegacyPage = (
   clientOf: (venue: string) => PublicClient | undefined,
   owners: ReadonlyArray<string>,
   position: LegacyPosition | undefined,
+  pageBlocks: bigint = LEGACY_PAGE_BLOCKS,
 ): Effect.Effect<LegacyPage, RpcError | UnknownDeployment> =>
   Effect.gen(function* () {
     const ownerSet = new Set(owners.map((o) => o.toLowerCase()))
@@ -166,7 +168,8 @@ export const scanLegacyPage = (
         ? { data: [], next: { chainId: dep.chainId, escrow: dep.address, nextBlock: start }, hasMore: false }
         : { data: [], next: n, hasMore: true }
     }
-    const to = start + LEGACY_PAGE_BLOCKS - 1n < end ? start + LEGACY_PAGE_BLOCKS - 1n : end
+    const size = pageBlocks > 0n && pageBlocks < LEGACY_PAGE_BLOCKS ? pageBlocks : LEGACY_PAGE_BLOCKS
+    const to = start + size - 1n < end ? start + size - 1n : end
     const ids = [...new Set(yield* offerIds(client, dep.address, ownerList, start, to))]
     const offers = yield* Effect.forEach(
       ids,

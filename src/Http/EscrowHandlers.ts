@@ -220,7 +220,14 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           }
           const linked = yield* listLinkedAccounts(master).pipe(Effect.orDie)
           const owners = [master, ...linked.map((a) => a.address.toLowerCase())]
-          const page = yield* scanLegacyPage(legacy, (id) => clients.venue(id), owners, position).pipe(
+          const page = yield* scanLegacyPage(
+            legacy,
+            // The watcher's client: no viem-level retries (retryRpc retries briefly; a dead node fails fast).
+            (id) => clients.chain(id),
+            owners,
+            position,
+            BigInt(deployment.limits.legacy_page_blocks),
+          ).pipe(
             Effect.catchTags({
               RpcError: (e) =>
                 Effect.zipRight(

@@ -63,7 +63,7 @@ const announce = Layer.effectDiscard(
 )
 
 /** The exposed headers of every response (CORS), for the framework and the fast path alike. */
-const EXPOSED_HEADERS = ["x-request-id", "x-server-time", "retry-after"]
+const EXPOSED_HEADERS = ["x-request-id", "x-server-time", "retry-after", "x-event-cursor"]
 
 export const httpLayer = <R = never>(options: HttpOptions<R>) =>
   Layer.unwrapEffect(

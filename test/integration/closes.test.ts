@@ -166,7 +166,7 @@ const rowOf = (rows: ReadonlyArray<EscrowOrder>, venue: string, orderId: string)
   rows.find((r) => r.venue === venue && r.order_id === orderId.toLowerCase())
 
 /** Polls `effect` until `done`, at most `seconds`. */
-const eventually = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, seconds = 40) =>
+const eventually = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, done: (a: A) => boolean, seconds = 60) =>
   Effect.gen(function* () {
     const deadline = Date.now() + seconds * 1000
     for (;;) {
