@@ -101,8 +101,8 @@ const start = (env: Record<string, string>) =>
       240,
     ).pipe(Effect.tapError(() => Effect.sync(() => console.error(service.output()))))
     if (service.child.exitCode !== null) return yield* Effect.dieMessage(`service exited:\n${service.output()}`)
-    // "listening on" is printed before the app is attached to the server: a request in that window is never
-    // answered. Probe with short timeouts until the service answers, as a load balancer's health check would.
+    // Probe with short timeouts until the service answers, as a load balancer's health check would (a request
+    // that hangs must not hang the test).
     yield* eventually(
       "the service to answer",
       Effect.promise(() =>
