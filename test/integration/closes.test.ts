@@ -726,6 +726,49 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("closes", (it
     }),
   )
 
+  it.effect("a burst of concurrent closes of one owner: exactly 10 pending, retries return the same close", () =>
+    Effect.gen(function* () {
+      const { hl, pauseRelayers, resumeRelayers } = yield* CloseEnv
+      const sql = yield* SqlClient.SqlClient
+      const u = yield* session(6, ["hyperliquid"])
+      const orders = yield* fund(hl, u.who, "burst", 13, USDC)
+      const ids = orders.map((o) => o.orderId.toLowerCase())
+      yield* indexed(u, "hyperliquid", ids)
+      const bodies: Array<Record<string, unknown>> = []
+      for (const id of ids) bodies.push((yield* signedClose(u, { venue: "hyperliquid", order_id: id })).body)
+      yield* pauseRelayers
+      expect((yield* close(u, bodies[0]!)).status).toBe(200)
+      // 12 other closes and 3 retries of the first, all at once: the (owner, chain) row lock serialises them.
+      const results = yield* Effect.forEach(
+        [...bodies.slice(1), bodies[0]!, bodies[0]!, bodies[0]!],
+        (b) => close(u, b),
+        {
+          concurrency: "unbounded",
+        },
+      )
+      const others = results.slice(0, 12)
+      expect(others.filter((r) => r.status === 200)).toHaveLength(9)
+      for (const r of others.filter((x) => x.status !== 200)) expectEnvelope(r, 409, "CLOSE_LIMIT")
+      for (const r of results.slice(12)) expect(r.json).toMatchObject({ order_id: ids[0], closing: true })
+      const pending = yield* sql<{ n: string; keys: string }>`
+        select count(*)::text as n, count(distinct relay_key)::text as keys from closes
+        where owner = ${u.who.address.toLowerCase()} and chain_id = 999 and state = 'pending'`
+      expect(pending).toEqual([{ n: "10", keys: "10" }])
+      const requests = yield* sql<{ n: string }>`
+        select count(*)::text as n from relayer_requests r join closes c on c.relay_key = r.idempotency_key
+        where c.owner = ${u.who.address.toLowerCase()} and c.chain_id = 999`
+      expect(requests).toEqual([{ n: "10" }])
+      yield* resumeRelayers
+      const accepted = ids.filter((_, i) => i === 0 || others[i - 1]!.status === 200)
+      for (const id of accepted) yield* untilClosed(u, "hyperliquid", id)
+      // The refused ones were never closed: still listed with their funds, not closing.
+      const rows = yield* escrowOf(u)
+      for (const id of ids.filter((x) => !accepted.includes(x))) {
+        expect(rowOf(rows, "hyperliquid", id)).toMatchObject({ available: "1000000", closing: false })
+      }
+    }),
+  )
+
   // Last: it moves the Aster chain's clock an hour ahead.
   it.effect("the 11th pending close is refused; one minute after the deadline closing turns false", () =>
     Effect.gen(function* () {
