@@ -14,6 +14,19 @@ const Live = testStackWithChain({ admins: [admin.address], access: { mode: "beta
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } }).error?.code
 
+/** A nonfinal fill row on `orderId` paid by `payer` (every column the takes store writes; values are inert). */
+const insertFill = (orderId: string, payer: string, state: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at,
+        fill_key, maker_venue, sequence, quote_index, quote_identity_id, amount_in, amount_out, payee, recipient,
+        hashlock, secret_ciphertext, maker_expiry, taker_expiry, fill)
+      select id, gen_random_uuid(), ${orderId}, 'aster', ${payer}, ${state}, false, now(), now(),
+        '0x' || lpad(replace(id::text, '-', ''), 64, '0'), 'hyperliquid', 1, 0, gen_random_uuid(), 1, 1, ${payer},
+        ${payer}, '0x' || repeat('00', 32), '\\x00'::bytea, 0, 0, '{}'::jsonb
+      from (select gen_random_uuid() as id) g`,
+  )
+
 layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accounts and access", (it) => {
   it.effect("the master address links without a signature; another address with its signed challenge", () =>
     Effect.gen(function* () {
@@ -126,15 +139,12 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
       expect([r1.status, code(r1)]).toEqual([409, "ACCOUNT_IN_USE"])
       yield* sql`update orders set state = 'closed' where id = ${orderId}`
       // A nonfinal fill on the (closed) order still uses the maker's account.
-      yield* sql`insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at)
-        values (gen_random_uuid(), gen_random_uuid(), ${orderId}, 'aster', '0x0000000000000000000000000000000000000001',
-                'locked', false, now(), now())`
+      yield* insertFill(orderId, "0x0000000000000000000000000000000000000001", "locked")
       expect(code(yield* unlink("hyperliquid"))).toBe("ACCOUNT_IN_USE")
       yield* sql`update fills set final = true, state = 'claimed' where order_id = ${orderId}`
       // A nonfinal fill where the account pays (taker side).
       expect((yield* link("aster")).status).toBe(201)
-      yield* sql`insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at)
-        values (gen_random_uuid(), gen_random_uuid(), ${orderId}, 'aster', ${m}, 'paid', false, now(), now())`
+      yield* insertFill(orderId, m, "paid")
       expect(code(yield* unlink("aster"))).toBe("ACCOUNT_IN_USE")
       yield* sql`update fills set final = true where payer = ${m}`
       // Withdrawals: queued, submitting and unknown block; relayed does not.
