@@ -1,0 +1,218 @@
+/**
+ * Settlement (DESIGN §10): one cluster singleton that sweeps every nonfinal, signed fill and advances it by one
+ * step per pass: lock (maker chain) → pay (taker chain) → claim, the reveal (maker chain) → claimPayment (taker
+ * chain); aborts: a failed lock → failed; a failed payment → cancelLock → cancelled; expiries → refund /
+ * refundPayment → refunded.
+ *
+ * Crash safety: the decision (src/Domain/SettlementStep.ts) is recomputed on every pass from rows only — the
+ * fill, the relayer's outcomes of its keys, the finalized escrow index of both chains — and the chains' latest
+ * block time. A call's idempotency key `settle:<fill id>:<call>` is committed in the fill's key column (with the
+ * state change and its journal rows) BEFORE the call goes to the Relayer; a crash in between leaves a key the
+ * relayer lacks, which the next pass submits again (same key, same calldata: harmless if it already exists).
+ * Secrets stay sealed at rest and are opened only to build a `claim` (or a `claimPayment` before the secret is
+ * public); a secret already public in the index (someone claimed, or we crashed after revealing) is used as is.
+ */
+import { Singleton } from "@effect/cluster"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Queue, Schedule, Stream } from "effect"
+import { getAddress, type Hex } from "viem"
+import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { Relayer } from "../src/Chain/Relayer.ts"
+import {
+  cancelLockCall,
+  claimCall,
+  claimPaymentCall,
+  fillFromWire,
+  lockCall,
+  payCall,
+  permitArg,
+  quoteSetFromRow,
+  refundCall,
+  refundPaymentCall,
+} from "../src/Chain/SettlementCalls.ts"
+import { AppConfig } from "../src/Config.ts"
+import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
+import {
+  advanceFill,
+  finishFill,
+  keysOf,
+  outcomesOf,
+  recordCall,
+  type SettlingFill,
+  settlingFills,
+} from "../src/Store/Settlement.ts"
+
+/** Fallback pass interval (finality, which the index waits for, does not notify). */
+export const SETTLEMENT_SWEEP = Duration.millis(500)
+/** Fills per pass; the rest follow on the next passes, oldest first. */
+const BATCH = 200
+
+/**
+ * Opens a fill's secret from its `secret_ciphertext` (src/Store/FillSecrets.ts in the service; tests may pass
+ * their own). Called only to build a claim, or a claimPayment while the secret is not yet public.
+ */
+export type OpenSecret = (fill: SettlingFill) => Effect.Effect<Hex, unknown, AppConfig>
+
+/** The escrow call's calldata from the fill's records (the secret only for claim / claimPayment). */
+const calldataOf = (f: SettlingFill, call: SettlementCall, openFillSecret: OpenSecret) =>
+  Effect.gen(function* () {
+    const fillId = f.fill_key as Hex
+    switch (call) {
+      case "lock":
+        return lockCall(
+          fillFromWire(f.fill),
+          f.signature as Hex,
+          quoteSetFromRow({
+            order_id: f.order_id,
+            sequence: f.sequence,
+            identity_generation: f.qs_identity_generation,
+            quote_size: f.qs_quote_size,
+            valid_until: f.qs_valid_until,
+            quotes: f.qs_quotes,
+          }),
+          f.quote_index,
+          f.qs_signature as Hex,
+        )
+      case "pay": {
+        // biome-ignore lint/suspicious/noExplicitAny: sign items (jsonb)
+        const permit = (f.take_to_sign as Array<any>).find((i) => i.kind === "permit")?.typed_data?.message
+        if (permit === undefined || f.permit_signature === null)
+          return yield* Effect.dieMessage("the take has no permit")
+        return payCall(
+          fillFromWire(f.fill),
+          f.signature as Hex,
+          permitArg(BigInt(permit.value), BigInt(permit.deadline), f.permit_signature as Hex),
+        )
+      }
+      case "claim":
+        return claimCall(fillId, yield* openFillSecret(f))
+      case "claimPayment": {
+        const known = f.lock_secret ?? f.payment_secret
+        return claimPaymentCall(fillId, known !== null ? (known.toLowerCase() as Hex) : yield* openFillSecret(f))
+      }
+      case "cancelLock":
+        return cancelLockCall(fillId)
+      case "refund":
+        return refundCall(fillId)
+      case "refundPayment":
+        return refundPaymentCall(fillId)
+    }
+  })
+
+const submitCall = (f: SettlingFill, call: SettlementCall, key: string, open: OpenSecret) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const relayer = yield* Relayer
+    const venueId = CALL_SIDE[call] === "maker" ? f.maker_venue : f.taker_venue
+    const venue = deployment.venues.find((v) => v.id === venueId)
+    if (venue === undefined) return yield* Effect.logError(`fill ${f.id}: venue ${venueId} is not configured`)
+    const data = yield* calldataOf(f, call, open)
+    yield* relayer.submit({ idempotencyKey: key, venue: venue.id, to: getAddress(venue.escrow), data }).pipe(
+      Effect.catchTags({
+        IdempotencyConflict: () => Effect.logError(`fill ${f.id}: ${key} names another request`),
+        RelayerRejected: (e) => Effect.logError(`fill ${f.id}: ${call} not relayable: ${e.reason}`),
+      }),
+    )
+  })
+
+/** Latest block timestamp per venue (Unix seconds); a venue whose node does not answer is left out. */
+const chainTimes = (venues: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const clients = yield* ChainClients
+    const times = new Map<string, bigint>()
+    yield* Effect.forEach(
+      venues,
+      (id) => {
+        const client = clients.chain(id)
+        if (client === undefined) return Effect.void
+        return Effect.tryPromise(() => client.getBlock({ blockTag: "latest" })).pipe(
+          Effect.tap((b) => Effect.sync(() => times.set(id, b.timestamp))),
+          Effect.catchAll(() => Effect.logWarning(`settlement: no block time from ${id}; its fills wait`)),
+        )
+      },
+      { concurrency: "unbounded", discard: true },
+    )
+    return times
+  })
+
+/** One pass over the nonfinal fills: one action per fill. Returns how many fills it acted on. */
+export const sweepSettlement = (open: OpenSecret) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const fills = yield* settlingFills(BATCH)
+    if (fills.length === 0) return 0
+    const times = yield* chainTimes([...new Set(fills.flatMap((f) => [f.maker_venue, f.taker_venue]))])
+    const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
+    let acted = 0
+    for (const f of fills) {
+      const makerNow = times.get(f.maker_venue)
+      const takerNow = times.get(f.taker_venue)
+      if (makerNow === undefined || takerNow === undefined) continue
+      const facts: FillFacts = {
+        fillId: f.id,
+        state: f.state,
+        keys: keysOf(f),
+        outcomes,
+        lock: f.lock_state === null ? null : { state: f.lock_state, secret: f.lock_secret },
+        payment: f.payment_state === null ? null : { state: f.payment_state, secret: f.payment_secret },
+        makerExpiry: BigInt(f.maker_expiry),
+        takerExpiry: BigInt(f.taker_expiry),
+        makerNow,
+        takerNow,
+        revealCutoff: BigInt(deployment.settlement.reveal_cutoff_seconds),
+      }
+      const action = decide(facts)
+      const step = Effect.gen(function* () {
+        switch (action._tag) {
+          case "Wait":
+            return false
+          case "Submit": {
+            const written = yield* recordCall(f, action.call, action.key, action.state, action.error)
+            if (written) yield* submitCall(f, action.call, action.key, open)
+            return written
+          }
+          case "Resubmit":
+            // Not counted as progress: a call the relayer keeps refusing must not spin the loop.
+            yield* submitCall(f, action.call, action.key, open)
+            return false
+          case "Advance":
+            return yield* advanceFill(f, action.state)
+          case "Finish":
+            return yield* finishFill(f, action.state, action.error ?? f.error)
+        }
+      })
+      // One fill's failure (a node, a defect) must not stall the others.
+      const done = yield* step.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning(`settlement of fill ${f.id} failed`, cause), false),
+        ),
+      )
+      if (done) acted++
+    }
+    return acted
+  })
+
+export const runSettlement = (open: OpenSecret) =>
+  Effect.gen(function* () {
+    const pg = yield* PgClient.PgClient
+    const wake = yield* Queue.sliding<void>(1)
+    // A settlement call's relayer outcome wakes the sweep at once.
+    yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
+      Stream.filter((key) => key.startsWith("settle:")),
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.forkScoped,
+    )
+    yield* sweepSettlement(open).pipe(
+      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement pass failed; retrying", cause), 0)),
+      // After a pass that acted, go again at once: the next step of those fills may already be decidable.
+      Effect.flatMap((acted) =>
+        acted > 0 ? Effect.void : Queue.take(wake).pipe(Effect.timeout(SETTLEMENT_SWEEP), Effect.ignore),
+      ),
+      Effect.forever,
+    )
+  }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "Settlement" }))
+
+/** The singleton, given how secrets are opened (actors/Actors.ts passes src/Store/FillSecrets.ts). */
+export const settlementLive = (open: OpenSecret) => Singleton.make("settlement", runSettlement(open))

@@ -1,0 +1,296 @@
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import {
+  type Action,
+  attemptOf,
+  type CallOutcome,
+  callKey,
+  decide,
+  type FillFacts,
+  type FillState,
+  MAX_ATTEMPTS,
+  type OutcomeStatus,
+  type SettlementCall,
+} from "../../src/Domain/SettlementStep.ts"
+
+const ID = "7f1e0c2a-0000-4000-8000-000000000001"
+const T0 = 1_800_000_000n
+
+/** A fill at `state`, lock 1800 s and payment 3600 s ahead, reveal cutoff 600 s, nothing on chain yet. */
+const fill = (over: Partial<FillFacts> = {}): FillFacts => ({
+  fillId: ID,
+  state: "signed",
+  keys: {},
+  outcomes: new Map(),
+  lock: null,
+  payment: null,
+  makerExpiry: T0 + 1800n,
+  takerExpiry: T0 + 3600n,
+  makerNow: T0,
+  takerNow: T0,
+  revealCutoff: 600n,
+  ...over,
+})
+
+const sent = (call: SettlementCall, status: OutcomeStatus, reason: string | null = null, attempt = 1) => ({
+  keys: { [call]: callKey(ID, call, attempt) },
+  outcomes: new Map<string, CallOutcome>([[callKey(ID, call, attempt), { status, reason }]]),
+})
+
+const merge = (...parts: Array<Pick<FillFacts, "keys" | "outcomes">>) => ({
+  keys: Object.assign({}, ...parts.map((p) => p.keys)),
+  outcomes: new Map(parts.flatMap((p) => [...p.outcomes])),
+})
+
+const submit = (call: SettlementCall, state: FillState | null, attempt = 1, error: string | null = null): Action => ({
+  _tag: "Submit",
+  call,
+  key: callKey(ID, call, attempt),
+  state,
+  error,
+})
+
+const locked = { state: "locked", secret: null } as const
+const held = { state: "held", secret: null } as const
+const SECRET = `0x${"ab".repeat(32)}`
+
+describe("settlement step: the happy path", () => {
+  it("signed → lock → locked → pay → paid → claim → claimed → claimPayment → settled", () => {
+    expect(decide(fill())).toEqual(submit("lock", "locking"))
+    expect(decide(fill({ state: "locking", ...sent("lock", "pending") }))._tag).toBe("Wait")
+    expect(decide(fill({ state: "locking", ...sent("lock", "final"), lock: locked }))).toEqual({
+      _tag: "Advance",
+      state: "locked",
+    })
+    const afterLock = sent("lock", "final")
+    expect(decide(fill({ state: "locked", ...afterLock, lock: locked }))).toEqual(submit("pay", "paying"))
+    const paying = merge(afterLock, sent("pay", "included"))
+    expect(decide(fill({ state: "paying", ...paying, lock: locked }))._tag).toBe("Wait")
+    expect(decide(fill({ state: "paying", ...paying, lock: locked, payment: held }))).toEqual({
+      _tag: "Advance",
+      state: "paid",
+    })
+    expect(decide(fill({ state: "paid", ...paying, lock: locked, payment: held }))).toEqual(submit("claim", "claiming"))
+    const claiming = merge(paying, sent("claim", "pending"))
+    expect(decide(fill({ state: "claiming", ...claiming, lock: locked, payment: held }))._tag).toBe("Wait")
+    const claimedLock = { state: "claimed", secret: SECRET } as const
+    expect(decide(fill({ state: "claiming", ...claiming, lock: claimedLock, payment: held }))).toEqual({
+      _tag: "Advance",
+      state: "claimed",
+    })
+    expect(decide(fill({ state: "claimed", ...claiming, lock: claimedLock, payment: held }))).toEqual(
+      submit("claimPayment", null),
+    )
+    const collecting = merge(claiming, sent("claimPayment", "final"))
+    expect(
+      decide(
+        fill({ state: "claimed", ...collecting, lock: claimedLock, payment: { state: "claimed", secret: SECRET } }),
+      ),
+    ).toEqual({ _tag: "Finish", state: "settled", error: null })
+  })
+
+  it("a stored key the relayer never got (crash between commit and submit) is submitted again", () => {
+    expect(decide(fill({ state: "locking", keys: { lock: callKey(ID, "lock") } }))).toEqual({
+      _tag: "Resubmit",
+      call: "lock",
+      key: callKey(ID, "lock"),
+    })
+    const k = merge(sent("lock", "final"), { keys: { pay: callKey(ID, "pay") }, outcomes: new Map() })
+    expect(decide(fill({ state: "paying", ...k, lock: locked }))).toEqual({
+      _tag: "Resubmit",
+      call: "pay",
+      key: callKey(ID, "pay"),
+    })
+  })
+})
+
+describe("settlement step: aborts", () => {
+  it("a reverted or replaced lock fails the fill with the reason (nothing moved)", () => {
+    expect(decide(fill({ state: "locking", ...sent("lock", "reverted", "QuoteSizeExceeded(1, 0)") }))).toEqual({
+      _tag: "Finish",
+      state: "failed",
+      error: "QuoteSizeExceeded(1, 0)",
+    })
+    expect(decide(fill({ state: "locking", ...sent("lock", "replaced") }))).toMatchObject({
+      _tag: "Finish",
+      state: "failed",
+    })
+  })
+
+  it("a reverted payment cancels the lock; the cancelled lock without payment ends cancelled", () => {
+    const k = merge(sent("lock", "final"), sent("pay", "reverted", "ERC20InsufficientAllowance"))
+    expect(decide(fill({ state: "paying", ...k, lock: locked }))).toEqual(
+      submit("cancelLock", null, 1, "ERC20InsufficientAllowance"),
+    )
+    const cancelling = merge(k, sent("cancelLock", "pending"))
+    expect(decide(fill({ state: "paying", ...cancelling, lock: locked }))._tag).toBe("Wait")
+    expect(decide(fill({ state: "paying", ...cancelling, lock: { state: "cancelled", secret: null } }))).toEqual({
+      _tag: "Finish",
+      state: "cancelled",
+      error: null,
+    })
+  })
+
+  it("no payment once the lock is too close to expiry for a reveal: cancel instead", () => {
+    const f = fill({ state: "locked", ...sent("lock", "final"), lock: locked, makerNow: T0 + 1300n })
+    expect(decide(f)).toMatchObject({ _tag: "Submit", call: "cancelLock" })
+    expect(decide({ ...f, makerNow: T0 + 1100n })).toMatchObject({ _tag: "Submit", call: "pay" })
+  })
+
+  it("never reveals with less than reveal_cutoff left; refunds the lock after makerExpiry, the payment after takerExpiry", () => {
+    const k = merge(sent("lock", "final"), sent("pay", "final"))
+    const paid = fill({ state: "paid", ...k, lock: locked, payment: held, makerNow: T0 + 1201n })
+    expect(decide(paid)._tag).toBe("Wait")
+    expect(decide({ ...paid, makerNow: T0 + 1200n })).toEqual(submit("claim", "claiming"))
+    expect(decide({ ...paid, makerNow: T0 + 1800n })).toEqual(submit("refund", null))
+    const refunded = { ...paid, lock: { state: "refunded", secret: null } as const, makerNow: T0 + 1900n }
+    expect(decide({ ...refunded, takerNow: T0 + 3599n })._tag).toBe("Wait")
+    expect(decide({ ...refunded, takerNow: T0 + 3600n })).toEqual(submit("refundPayment", null))
+    expect(decide({ ...refunded, payment: { state: "refunded", secret: null } })).toEqual({
+      _tag: "Finish",
+      state: "refunded",
+      error: null,
+    })
+  })
+
+  it("an expired lock with the payment still in flight waits for the payment's outcome", () => {
+    const k = merge(sent("lock", "final"), sent("pay", "pending"))
+    const f = fill({ state: "paying", ...k, lock: { state: "refunded", secret: null }, makerNow: T0 + 1800n })
+    expect(decide(f)._tag).toBe("Wait")
+    const reverted = merge(sent("lock", "final"), sent("pay", "reverted", "BadExpiry()"))
+    expect(decide({ ...f, ...reverted })).toEqual({ _tag: "Finish", state: "refunded", error: null })
+  })
+
+  it("a secret made public by someone else's claim completes the payment claim", () => {
+    const k = merge(sent("lock", "final"), sent("pay", "final"))
+    const f = fill({ state: "paid", ...k, lock: { state: "claimed", secret: SECRET }, payment: held })
+    expect(decide(f)).toEqual({ _tag: "Advance", state: "claimed" })
+    expect(decide({ ...f, state: "claimed" })).toEqual(submit("claimPayment", null))
+  })
+
+  it("a failed claimPayment is retried under a new key, at most MAX_ATTEMPTS times, only before takerExpiry", () => {
+    const base = merge(sent("lock", "final"), sent("pay", "final"), sent("claim", "final"))
+    const claimed = { state: "claimed", secret: SECRET } as const
+    const at = (attempt: number, takerNow = T0) =>
+      decide(
+        fill({
+          state: "claimed",
+          ...merge(base, sent("claimPayment", "replaced", null, attempt)),
+          lock: claimed,
+          payment: held,
+          takerNow,
+        }),
+      )
+    expect(at(1)).toEqual(submit("claimPayment", null, 2))
+    expect(at(MAX_ATTEMPTS)._tag).toBe("Wait")
+    expect(at(1, T0 + 3600n)._tag).toBe("Wait")
+    expect(attemptOf(callKey(ID, "claimPayment", 4))).toBe(4)
+    expect(attemptOf(callKey(ID, "claimPayment"))).toBe(1)
+  })
+})
+
+// ------------------------------------------------------------------ properties over arbitrary facts
+
+const STATES: Array<FillState> = ["signed", "locking", "locked", "paying", "paid", "claiming", "claimed"]
+const CALLS: Array<SettlementCall> = ["lock", "pay", "claim", "claimPayment", "cancelLock", "refund", "refundPayment"]
+const STATUSES: Array<OutcomeStatus> = ["missing", "queued", "pending", "included", "final", "reverted", "replaced"]
+
+const arbFacts = fc
+  .record({
+    state: fc.constantFrom(...STATES),
+    calls: fc.array(
+      fc.record({
+        call: fc.constantFrom(...CALLS),
+        status: fc.constantFrom(...STATUSES),
+        attempt: fc.integer({ min: 1, max: 6 }),
+      }),
+      { maxLength: 7 },
+    ),
+    lock: fc.option(
+      fc.record({
+        state: fc.constantFrom("locked", "claimed", "refunded", "cancelled" as const),
+        secret: fc.option(fc.constant(SECRET)),
+      }),
+    ),
+    payment: fc.option(
+      fc.record({
+        state: fc.constantFrom("held", "claimed", "refunded" as const),
+        secret: fc.option(fc.constant(SECRET)),
+      }),
+    ),
+    makerNow: fc.bigInt({ min: T0 - 100n, max: T0 + 4000n }),
+    takerNow: fc.bigInt({ min: T0 - 100n, max: T0 + 4000n }),
+  })
+  .map(
+    (r): FillFacts =>
+      fill({
+        state: r.state,
+        keys: Object.fromEntries(r.calls.map((c) => [c.call, callKey(ID, c.call, c.attempt)])),
+        outcomes: new Map(
+          r.calls
+            .filter((c) => c.status !== "missing")
+            .map((c) => [callKey(ID, c.call, c.attempt), { status: c.status, reason: null }]),
+        ),
+        lock: r.lock,
+        payment: r.payment,
+        makerNow: r.makerNow,
+        takerNow: r.takerNow,
+      }),
+  )
+
+describe("settlement step: invariants", () => {
+  it("reveals only with the payment held, the lock live and at least reveal_cutoff before makerExpiry", () => {
+    fc.assert(
+      fc.property(arbFacts, (f) => {
+        const a = decide(f)
+        if (a._tag === "Submit" && a.call === "claim") {
+          expect(f.payment?.state).toBe("held")
+          expect(f.lock?.state).toBe("locked")
+          expect(f.makerExpiry - f.makerNow >= f.revealCutoff).toBe(true)
+        }
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
+  it("settles only when both sides are claimed; pays only against a live lock; refunds only after expiry", () => {
+    fc.assert(
+      fc.property(arbFacts, (f) => {
+        const a = decide(f)
+        if (a._tag === "Finish" && a.state === "settled") expect(f.payment?.state).toBe("claimed")
+        if (a._tag === "Submit" && a.call === "pay") {
+          expect(f.lock?.state).toBe("locked")
+          expect(f.payment).toBe(null)
+          expect(f.makerNow < f.makerExpiry).toBe(true)
+        }
+        if (a._tag === "Submit" && a.call === "refund") expect(f.makerNow >= f.makerExpiry).toBe(true)
+        if (a._tag === "Submit" && a.call === "refundPayment") {
+          expect(f.takerNow >= f.takerExpiry).toBe(true)
+          expect(f.lock?.state === "claimed").toBe(false)
+        }
+        if (a._tag === "Submit" && a.call === "cancelLock") expect(f.lock?.state).toBe("locked")
+        if (a._tag === "Finish" && (a.state === "cancelled" || a.state === "refunded")) {
+          expect(f.payment?.state === "held").toBe(false)
+        }
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
+  it("keys are settle:<fill>:<call>[:n], a new key only after the previous failed, never past MAX_ATTEMPTS", () => {
+    fc.assert(
+      fc.property(arbFacts, (f) => {
+        const a = decide(f)
+        if (a._tag !== "Submit") return
+        expect(a.key.startsWith(`settle:${ID}:${a.call}`)).toBe(true)
+        const previous = f.keys[a.call]
+        if (previous) {
+          expect(["reverted", "replaced"]).toContain(f.outcomes.get(previous)?.status)
+          expect(attemptOf(a.key)).toBe(attemptOf(previous) + 1)
+        }
+        expect(attemptOf(a.key)).toBeLessThanOrEqual(MAX_ATTEMPTS)
+      }),
+      { numRuns: 5000 },
+    )
+  })
+})
