@@ -6,6 +6,7 @@ import { EscrowApi } from "./EscrowApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
 import { MakersApi } from "./MakersApi.ts"
+import { MarketApi } from "./MarketApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
 import { TakesApi } from "./TakesApi.ts"
 import { WithdrawalsApi } from "./WithdrawalsApi.ts"
@@ -26,6 +27,7 @@ export class Api extends HttpApi.make("settlement")
   .add(EscrowApi)
   .add(WithdrawalsApi)
   .add(TakesApi)
+  .add(MarketApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)
@@ -33,9 +35,42 @@ export class Api extends HttpApi.make("settlement")
   .addError(Internal)
   .annotate(OpenApi.Title, "Cross-Venue Settlement API")
   .annotate(OpenApi.Version, "v1")
-  .annotate(OpenApi.Transform, (spec) => stripDecodeError(spec)) {}
+  .annotate(OpenApi.Transform, (spec) => declareEventCursor(stripDecodeError(spec))) {}
 
 type Json = Record<string, unknown>
+
+/**
+ * The GET routes whose handlers call `snapshotCursor` (src/Stream/SnapshotCursor.ts) and so answer
+ * `x-event-cursor`; a route added here without answering it fails test/integration/trades.test.ts.
+ */
+export const EVENT_CURSOR_ROUTES: ReadonlyArray<string> = [
+  "/v1/me",
+  "/v1/credentials",
+  "/v1/escrow",
+  "/v1/withdrawals/history",
+  "/v1/withdrawals/{id}",
+  "/v1/trades",
+  "/v1/trades/history",
+]
+
+/** Declares the `x-event-cursor` header on the 200 response of every EVENT_CURSOR_ROUTES GET. */
+const declareEventCursor = (spec: Json): Json => {
+  const paths = (spec.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, Json> }>>
+  for (const path of EVENT_CURSOR_ROUTES) {
+    const ok = paths[path]?.get?.responses?.["200"]
+    if (ok === undefined) continue
+    ok.headers = {
+      ...(ok.headers as Json | undefined),
+      "x-event-cursor": {
+        description:
+          "The journal cursor at snapshot time (decimal): subscribe to GET /v1/stream with this cursor to replay " +
+          "every later event.",
+        schema: { type: "string", pattern: "^[0-9]+$" },
+      },
+    }
+  }
+  return spec
+}
 
 /** Drops the framework's HttpApiDecodeError schema from responses: our 400 is the envelope. */
 const stripDecodeError = (spec: Json): Json => {

@@ -61,6 +61,11 @@ export const OrderManaged = define(
   409,
   "This service operates the order: close it with POST /v1/closes, not by signature.",
 )
+export const UpgradeRequired = define(
+  "UPGRADE_REQUIRED",
+  426,
+  "GET /v1/stream is a WebSocket: connect with Upgrade: websocket.",
+)
 export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
 export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
 export const ChallengeExpired = define("CHALLENGE_EXPIRED", 422, "The challenge or signed message has expired.")
@@ -109,6 +114,7 @@ export const ALL_ERRORS = [
   CloseLimit,
   OrderManaged,
   PayloadTooLarge,
+  UpgradeRequired,
   ChallengeUnknown,
   ChallengeExpired,
   ChallengeNotYetValid,

@@ -5,6 +5,7 @@ import { SignatureHex } from "./AuthApi.ts"
 import {
   AccessRequired,
   ChainUnavailable,
+  ChallengeExpired,
   Forbidden,
   InsufficientBalance,
   InvalidRequest,
@@ -15,6 +16,8 @@ import {
   SignatureMalformed,
   SignatureMalleable,
   StateConflict,
+  VenueUnavailable,
+  WithdrawalPending,
 } from "./Errors.ts"
 import { RequestBody } from "./RequestBody.ts"
 import { Authentication } from "./Security.ts"
@@ -96,25 +99,47 @@ export class OrdersApi extends HttpApiGroup.make("orders")
       .addError(InvalidRequest)
       .addError(StateConflict)
       .addError(ChainUnavailable)
+      .addError(InsufficientBalance)
+      .addError(WithdrawalPending)
+      .addError(VenueUnavailable)
       .annotate(
         OpenApi.Description,
         "Creates the order (state preparing) and answers what the owner signs to fund it: the escrow's FundOrder " +
-          "(this operator, the identity's quote signer) and an EIP-2612 permit. The same client_order_id with the " +
-          "same parameters answers the same order; other parameters answer 409 STATE_CONFLICT.",
+          "(this operator, the identity's quote signer) and an EIP-2612 permit. When the owner's wallet on the " +
+          "escrow chain holds less than amount, to_sign begins with a venue_transfer: the venue's withdrawal " +
+          "typed data moving the shortfall from the owner's margin to the owner's address (422 " +
+          "INSUFFICIENT_BALANCE when the margin lacks it, 409 WITHDRAWAL_PENDING while another withdrawal of the " +
+          "account is open). The same client_order_id with the same parameters answers the same order; other " +
+          "parameters answer 409 STATE_CONFLICT.",
       ),
   )
   .add(
     HttpApiEndpoint.post("sign", "/v1/orders/:id/signatures")
       .setPath(Schema.Struct({ id: OrderId }))
-      .setPayload(RequestBody("OrderSignaturesRequest", { fund_order: SignatureHex, permit: SignatureHex }))
+      .setPayload(
+        RequestBody("OrderSignaturesRequest", {
+          fund_order: SignatureHex,
+          permit: SignatureHex,
+          venue_transfer: Schema.optional(SignatureHex),
+        }),
+      )
       .addSuccess(Order)
       .addError(Forbidden)
       .addError(NotFound)
+      .addError(InvalidRequest)
       .addError(StateConflict)
+      .addError(WithdrawalPending)
+      .addError(ChallengeExpired)
       .addError(SignatureMalformed)
       .addError(SignatureMalleable)
       .addError(SignatureInvalid)
-      .annotate(OpenApi.Description, "The owner's signatures; the service relays `fund` and the order goes funding."),
+      .annotate(
+        OpenApi.Description,
+        "The owner's signatures of every sign item. Wallet funding: the service relays `fund` and the order goes " +
+          "funding. With a venue_transfer item (its signature required, else 422 SIGNATURE_INVALID): the withdrawal " +
+          "is queued with the WithdrawalDesk and the order goes awaiting_margin; `fund` is relayed once the " +
+          "withdrawal is relayed and the wallet holds the amount.",
+      ),
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/orders")

@@ -1,31 +1,37 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect, Option } from "effect"
-import { type Address, encodeFunctionData, getAddress, type Hex, hexToNumber, slice, verifyTypedData } from "viem"
-import { settlementEscrowAbi } from "../Chain/artifacts/index.ts"
+import { Clock, Effect, Either, Option } from "effect"
+import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
+import { type FundOrderWire, fundCall } from "../Chain/FundCall.ts"
 import { Relayer } from "../Chain/Relayer.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
 import { fundOrderTypedData, quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
 import { permitTypedData } from "../Domain/Permit.ts"
 import { CurrentPrincipal } from "../Domain/Principal.ts"
+import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
+import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
+import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
 import {
   findOrder,
   findOrderByClientId,
   insertOrder,
+  markAwaitingMargin,
   markFunding,
   type OrderRow,
   orderTransactions,
 } from "../Store/Orders.ts"
 import { findQuoteIdentity } from "../Store/QuoteIdentities.ts"
 import { cancelQuoteSets, latestQuoteSet, publishQuoteSet, type QuoteSetRow } from "../Store/QuoteSets.ts"
+import { createWithdrawal, findPreparationByDigest } from "../Store/Withdrawals.ts"
 import { Api } from "./Api.ts"
 import {
   apiError,
   ChainUnavailable,
+  ChallengeExpired,
   Forbidden,
   InsufficientBalance,
   InvalidRequest,
@@ -34,15 +40,17 @@ import {
   QuoteStale,
   SignatureInvalid,
   StateConflict,
+  WithdrawalPending,
 } from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
+import { prepareWithdrawal } from "./PrepareWithdrawal.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 /** A FundOrder (and its permit) stays signable for one hour. */
 const FUND_VALIDITY_SECONDS = 3600n
 
 interface SignItem {
-  readonly kind: "fund_order" | "permit"
+  readonly kind: "venue_transfer" | "fund_order" | "permit"
   readonly signer: string
   // biome-ignore lint/suspicious/noExplicitAny: wire typed data is JSON
   readonly typed_data: any
@@ -78,7 +86,17 @@ const orderView = (row: OrderRow) =>
       received: "0",
       last_sequence: Option.isSome(quoteSet) ? Number(quoteSet.value.sequence) : null,
       quote_set: Option.isSome(quoteSet) ? quoteSetView(quoteSet.value) : null,
-      margin_move: null,
+      margin_move:
+        row.venue_transfer_id === null
+          ? null
+          : {
+              venue: row.venue,
+              amount: row.vt_amount,
+              venue_ref: row.vt_venue_ref,
+              state: row.vt_state,
+              error: row.vt_error,
+              at: row.vt_at?.toISOString() ?? null,
+            },
       transactions: txs.map((t) => ({ ...t, at: t.at.toISOString() })),
       created_at: row.created_at.toISOString(),
       updated_at: row.updated_at.toISOString(),
@@ -160,10 +178,27 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           const permit = yield* readPermitContext(client, venue.token, owner).pipe(
             Effect.catchAll((e) => apiError(ChainUnavailable, e.message, true)),
           )
+          const amount = BigInt(payload.amount)
+          // The wallet lacks the amount: the shortfall moves first from the owner's margin on this venue to
+          // the owner's own address on the escrow chain (a withdrawal "to signer" from the linked account).
+          const transfer =
+            permit.balance >= amount
+              ? undefined
+              : yield* Effect.gen(function* () {
+                  const link = yield* findLinkedAccount(session.master, venue.id).pipe(Effect.orDie)
+                  if (Option.isNone(link) || link.value.address !== owner) {
+                    return yield* apiError(NotFound, `owner_address is not your linked account on ${venue.id}`)
+                  }
+                  return yield* prepareWithdrawal({
+                    master: session.master,
+                    venue: venue.id,
+                    amount: amount - permit.balance,
+                    to: "signer",
+                  })
+                })
           const now = yield* Clock.currentTimeMillis
           const deadline = BigInt(Math.floor(now / 1000)) + FUND_VALIDITY_SECONDS
           const orderId = `0x${yield* randomHex(32)}` as Hex
-          const amount = BigInt(payload.amount)
           const fund = fundOrderTypedData(venue.chain_id, getAddress(venue.escrow), {
             orderId,
             owner: getAddress(owner),
@@ -180,6 +215,9 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             deadline,
           })
           const toSign: ReadonlyArray<SignItem> = [
+            ...(transfer === undefined
+              ? []
+              : [{ kind: "venue_transfer" as const, signer: owner, typed_data: transfer.typedData }]),
             { kind: "fund_order", signer: owner, typed_data: toWireTypedData(fund) },
             { kind: "permit", signer: owner, typed_data: toWireTypedData(permitData) },
           ]
@@ -214,12 +252,24 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           const session = yield* requireSession
           const order = yield* ownOrder(path.id, session.master)
           if (order.state !== "preparing") {
-            if (order.state === "funding" || order.state === "funded") return yield* orderView(order)
+            if (order.state === "awaiting_margin" || order.state === "funding" || order.state === "funded") {
+              return yield* orderView(order)
+            }
             return yield* apiError(StateConflict, `the order is ${order.state}`)
+          }
+          const items = order.to_sign as ReadonlyArray<SignItem>
+          const transfer = items.find((i) => i.kind === "venue_transfer")
+          if (transfer === undefined && payload.venue_transfer !== undefined) {
+            return yield* apiError(InvalidRequest, "this order has no venue_transfer item to sign")
+          }
+          if (transfer !== undefined && payload.venue_transfer === undefined) {
+            return yield* apiError(SignatureInvalid, "the order's venue_transfer must be signed by the owner")
           }
           yield* checkSignatureShape(payload.fund_order).pipe(Effect.catchAll(shapeFailure))
           yield* checkSignatureShape(payload.permit).pipe(Effect.catchAll(shapeFailure))
-          const items = order.to_sign as ReadonlyArray<SignItem>
+          if (payload.venue_transfer !== undefined) {
+            yield* checkSignatureShape(payload.venue_transfer).pipe(Effect.catchAll(shapeFailure))
+          }
           const fund = items.find((i) => i.kind === "fund_order")!
           const permit = items.find((i) => i.kind === "permit")!
           for (const [item, signature] of [
@@ -235,31 +285,19 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             )
             if (!valid) return yield* apiError(SignatureInvalid, `the ${item.kind} is not signed by the owner`)
           }
+          if (transfer !== undefined && payload.venue_transfer !== undefined) {
+            return yield* queueVenueTransfer(order, transfer, payload.venue_transfer, {
+              venue_transfer: payload.venue_transfer,
+              fund_order: payload.fund_order,
+              permit: payload.permit,
+            })
+          }
           const venue = venueOf(order.venue)!
-          const m = fund.typed_data.message
-          const sig = payload.permit as Hex
-          const calldata = encodeFunctionData({
-            abi: settlementEscrowAbi,
-            functionName: "fund",
-            args: [
-              {
-                orderId: m.orderId,
-                owner: m.owner,
-                operator: m.operator,
-                quoteSigner: m.quoteSigner,
-                amount: BigInt(m.amount),
-                deadline: BigInt(m.deadline),
-              },
-              payload.fund_order as Hex,
-              {
-                value: BigInt(m.amount),
-                deadline: BigInt(m.deadline),
-                v: normalizeV(hexToNumber(slice(sig, 64, 65))),
-                r: slice(sig, 0, 32),
-                s: slice(sig, 32, 64),
-              },
-            ],
-          })
+          const calldata = fundCall(
+            fund.typed_data.message as FundOrderWire,
+            payload.fund_order as Hex,
+            payload.permit as Hex,
+          )
           const now = yield* Clock.currentTimeMillis
           yield* relayer
             .submit({
@@ -396,5 +434,52 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
   }),
 )
 
-/** The permit's v as the contract takes it (27/28). */
-const normalizeV = (v: number) => (v < 27 ? v + 27 : v)
+/**
+ * Verifies the owner's signature of the order's venue_transfer (the venue withdrawal prepared at creation,
+ * found again by its digest), queues that withdrawal exactly as POST /v1/withdrawals does, and moves the
+ * order to `awaiting_margin`. A retry after a lost response finds the same withdrawal (one per preparation).
+ * The fund call is relayed later by the OrderFunding sweep, once the withdrawal landed in the wallet.
+ */
+const queueVenueTransfer = (
+  order: OrderRow,
+  item: SignItem,
+  signatureInput: string,
+  signatures: Record<string, string>,
+) =>
+  Effect.gen(function* () {
+    const digest = digestOfUntrusted(item.typed_data)
+    if (Either.isLeft(digest)) return yield* Effect.dieMessage(`stored venue_transfer does not hash: ${digest.left}`)
+    const signature = Either.getOrThrow(canonicalSignature(signatureInput as Hex))
+    const signer = yield* recoverDigestSigner(digest.right, signature)
+    if (signer !== order.owner_address) {
+      return yield* apiError(SignatureInvalid, "the venue_transfer is not signed by the owner")
+    }
+    const prep = yield* findPreparationByDigest(digest.right).pipe(Effect.orDie)
+    if (Option.isNone(prep)) return yield* Effect.dieMessage("the order's venue_transfer preparation is missing")
+    const now = yield* Clock.currentTimeMillis
+    const outcome = yield* createWithdrawal({
+      id: yield* randomUuid,
+      preparation: prep.value,
+      signature,
+      nowMs: now,
+      expired: prep.value.expires_at.getTime() <= now,
+    }).pipe(Effect.orDie)
+    switch (outcome._tag) {
+      case "Expired":
+        return yield* apiError(
+          ChallengeExpired,
+          "the venue_transfer expired before it was signed; create a new order (new client_order_id)",
+        )
+      case "NotLinked":
+        return yield* apiError(NotFound, `owner_address is no longer your linked account on ${order.venue}`)
+      case "Pending":
+        return yield* apiError(
+          WithdrawalPending,
+          `withdrawal ${outcome.id} on ${order.venue} is still open; it must resolve first`,
+        )
+      case "Created":
+      case "Existing":
+        yield* markAwaitingMargin(order.id, signatures, outcome.row.id, now).pipe(Effect.orDie)
+        return yield* orderView(Option.getOrThrow(yield* findOrder(order.id).pipe(Effect.orDie)))
+    }
+  })

@@ -20,6 +20,7 @@ import { HealthHandlers } from "./HealthHandlers.ts"
 import { infoFixed } from "./InfoBody.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
+import { MarketHandlers } from "./MarketHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
@@ -38,6 +39,7 @@ export const HandlersLive = Layer.mergeAll(
   WithdrawalsHandlers,
   EscrowHandlers,
   TakesHandlers,
+  MarketHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
   Layer.provide(VenueAdaptersLive),

@@ -5,13 +5,20 @@ import { appendJournal } from "./Journal.ts"
 /**
  * Order states:
  * - `preparing`: created; the owner has the sign items; nothing relayed.
+ * - `awaiting_margin`: the owner's wallet lacked the amount at creation, so `to_sign` began with a
+ *   `venue_transfer` (a venue withdrawal of the shortfall from the owner's margin to the owner's address
+ *   on the escrow chain). All signatures are accepted and that withdrawal is with the WithdrawalDesk
+ *   (`venue_transfer_id`). The OrderFunding sweep relays `fund` once the withdrawal is `relayed` and the
+ *   wallet holds the amount; a `failed` withdrawal fails the order; an `unknown` one is waited for (never
+ *   signed around).
  * - `funding`: the owner's FundOrder and permit are accepted and the escrow `fund` transaction is
  *   with the relayer (idempotency key `fund:<order id>`).
  * - `funded`: the escrow's OrderFunded is indexed at the finalized head.
- * - `failed`: the fund transaction reverted (see `error`); the owner may prepare a new order.
+ * - `failed`: the fund transaction reverted, or the order's venue transfer failed (see `error`); the owner
+ *   may prepare a new order.
  * - `closed`: the order's funds were released by a close.
  */
-export type OrderState = "preparing" | "funding" | "funded" | "failed" | "closed"
+export type OrderState = "preparing" | "awaiting_margin" | "funding" | "funded" | "failed" | "closed"
 
 export interface OrderRow {
   readonly id: string
@@ -32,13 +39,24 @@ export interface OrderRow {
   readonly error: string
   /** From the escrow index (final head); "0" before funding. */
   readonly escrow_available: string
+  /** The withdrawal funding it from venue margin (state awaiting_margin and after), if any. */
+  readonly venue_transfer_id: string | null
+  /** That withdrawal's amount, venue ref, state, error and last change (null without one). */
+  readonly vt_amount: string | null
+  readonly vt_venue_ref: string | null
+  readonly vt_state: string | null
+  readonly vt_error: string | null
+  readonly vt_at: Date | null
 }
 
 const select = `
   select o.id, o.master, o.venue, o.receive_venue, o.owner_address, o.state, o.amount::text, o.created_at,
          o.updated_at, o.client_order_id, o.quote_identity_id, o.quote_signer, o.fund_deadline::text, o.to_sign,
-         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available
-  from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id`
+         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available, o.venue_transfer_id,
+         w.amount::text as vt_amount, w.venue_ref as vt_venue_ref, w.state as vt_state, w.error as vt_error,
+         w.updated_at as vt_at
+  from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id
+    left join withdrawals w on w.id = o.venue_transfer_id`
 
 export const findOrder = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -101,15 +119,24 @@ export const insertOrder = (o: NewOrder) =>
     ),
   )
 
-/** Records the owner's signatures and moves the order to `funding` (once). */
-export const markFunding = (id: string, signatures: Record<string, string>, nowMs: number) =>
+/**
+ * Moves the order to `funding` (once) from `from`: `preparing` with the owner's signatures (wallet
+ * funding), or `awaiting_margin` (signatures already recorded) once the venue transfer landed.
+ */
+export const markFunding = (
+  id: string,
+  signatures: Record<string, string> | null,
+  nowMs: number,
+  from: "preparing" | "awaiting_margin" = "preparing",
+) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
         const rows = yield* sql<{ master: string; quote_identity_id: string }>`
-          update orders set state = 'funding', signatures = ${JSON.stringify(signatures)}::jsonb,
+          update orders set state = 'funding',
+            signatures = coalesce(${signatures === null ? null : JSON.stringify(signatures)}::jsonb, signatures),
             updated_at = ${new Date(nowMs)}
-          where id = ${id} and state = 'preparing'
+          where id = ${id} and state = ${from}
           returning master, quote_identity_id`
         const row = rows[0]
         if (row) {
@@ -117,6 +144,83 @@ export const markFunding = (id: string, signatures: Record<string, string>, nowM
             kind: "order.funding",
             master: row.master,
             payload: { order_id: id, identity_id: row.quote_identity_id },
+          })
+        }
+        return row !== undefined
+      }),
+    ),
+  )
+
+/**
+ * Records the owner's signatures (venue_transfer, fund_order, permit) and the queued withdrawal, and
+ * moves the order from `preparing` to `awaiting_margin` (once).
+ */
+export const markAwaitingMargin = (
+  id: string,
+  signatures: Record<string, string>,
+  withdrawalId: string,
+  nowMs: number,
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ master: string; quote_identity_id: string }>`
+          update orders set state = 'awaiting_margin', signatures = ${JSON.stringify(signatures)}::jsonb,
+            venue_transfer_id = ${withdrawalId}, updated_at = ${new Date(nowMs)}
+          where id = ${id} and state = 'preparing'
+          returning master, quote_identity_id`
+        const row = rows[0]
+        if (row) {
+          yield* appendJournal({
+            kind: "order.awaiting_margin",
+            master: row.master,
+            payload: { order_id: id, identity_id: row.quote_identity_id, withdrawal_id: withdrawalId },
+          })
+        }
+        return row !== undefined
+      }),
+    ),
+  )
+
+/** An `awaiting_margin` order with its venue transfer's state, for the OrderFunding sweep. */
+export interface AwaitingMarginOrder {
+  readonly id: string
+  readonly master: string
+  readonly fund_deadline: string
+  readonly venue: string
+  readonly owner_address: string
+  readonly amount: string
+  readonly to_sign: ReadonlyArray<unknown>
+  readonly signatures: Record<string, string>
+  readonly withdrawal_state: string
+  readonly withdrawal_error: string
+}
+
+export const awaitingMarginOrders = (limit: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<AwaitingMarginOrder>`
+      select o.id, o.master, o.fund_deadline::text as fund_deadline, o.venue, o.owner_address, o.amount::text as amount, o.to_sign, o.signatures,
+             w.state as withdrawal_state, w.error as withdrawal_error
+      from orders o join withdrawals w on w.id = o.venue_transfer_id
+      where o.state = 'awaiting_margin' order by o.updated_at limit ${limit}`,
+  )
+
+/** Fails an order that is still in `from`, journaling `order.failed` once. */
+export const markFailed = (id: string, from: OrderState, error: string, nowMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ master: string; quote_identity_id: string }>`
+          update orders set state = 'failed', error = ${error}, updated_at = ${new Date(nowMs)}
+          where id = ${id} and state = ${from}
+          returning master, quote_identity_id`
+        const row = rows[0]
+        if (row) {
+          yield* appendJournal({
+            kind: "order.failed",
+            master: row.master,
+            payload: { order_id: id, identity_id: row.quote_identity_id, error },
           })
         }
         return row !== undefined

@@ -126,6 +126,9 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   },
   "POST /v1/closes": { kind: "session", body: { venue: "hyperliquid", order_id: anyOrder } },
   "POST /v1/takes/preview": { kind: "public", body: { from: "aster", to: "hyperliquid", amount_in: "1000000" } },
+  "GET /v1/trades": { kind: "public", path: "/v1/trades?a=aster&b=hyperliquid" },
+  // scope=all (the default) is public and ignores any bearer; scope=mine (session only) is covered in trades.test.ts.
+  "GET /v1/trades/history": { kind: "public" },
 }
 
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code

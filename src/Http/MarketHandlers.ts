@@ -1,0 +1,150 @@
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect, Either, Redacted } from "effect"
+import { AppConfig } from "../Config.ts"
+import { decodeTradeCursor, encodeTradeCursor, type TradeFilters, tradeCursorKey } from "../Domain/TradeCursor.ts"
+import { buildTradeProof, SETTLEMENT_EVENTS, type SettlementTransaction, type WireQuote } from "../Domain/TradeProof.ts"
+import { recentTrades, settlementEvents, type TradeRow, tradePage } from "../Store/Trades.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
+import { Api } from "./Api.ts"
+import { apiError, Forbidden, InvalidRequest, NotFound } from "./Errors.ts"
+import { RECENT_TRADES, TRADE_HISTORY_LIMIT_DEFAULT } from "./MarketApi.ts"
+import { authenticateHeader, CredentialResolver } from "./Security.ts"
+
+export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const resolver = yield* CredentialResolver
+    const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
+    const venues = new Map(deployment.venues.map((v) => [v.id, v]))
+    const cursorKey = tradeCursorKey(Buffer.from(Redacted.value(deployment.operator_key).slice(2), "hex"))
+
+    /** A configured pair of two different venues: 400 for the same venue twice, 404 for an unknown one. */
+    const checkPair = (a: string, b: string) =>
+      Effect.gen(function* () {
+        if (a === b) return yield* apiError(InvalidRequest, "a and b must be different venues")
+        for (const v of [a, b]) if (!venues.has(v)) return yield* apiError(NotFound, `unknown venue ${v}`)
+        return [a, b] as const
+      })
+
+    /** scope=mine: the Authorization header must hold a live master session (credentials are refused). */
+    const sessionMaster = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const principal = yield* authenticateHeader(request.headers.authorization, admins, resolver)
+      if (principal._tag !== "Session") {
+        return yield* apiError(Forbidden, "scope=mine needs a master session; a maker credential may not use it")
+      }
+      return principal.master
+    })
+
+    const transactionsByFill = (rows: ReadonlyArray<TradeRow>) =>
+      Effect.map(
+        settlementEvents(rows.map((r) => ({ fill_key: r.fill_key, maker: r.to_venue, taker: r.from_venue }))).pipe(
+          Effect.orDie,
+        ),
+        (events) => {
+          const byFill = new Map<string, Array<SettlementTransaction>>()
+          for (const e of events) {
+            const kind = SETTLEMENT_EVENTS[e.event]
+            const venue = venues.get(e.venue)
+            if (kind === undefined || venue === undefined) continue
+            const list = byFill.get(e.fill_key) ?? []
+            list.push({ kind, chain_id: venue.chain_id, hash: e.tx_hash, block_number: Number(e.block_number) })
+            byFill.set(e.fill_key, list)
+          }
+          return byFill
+        },
+      )
+
+    const historyItem = (row: TradeRow, transactions: ReadonlyArray<SettlementTransaction>) => {
+      const maker = venues.get(row.to_venue)
+      if (maker === undefined) throw new Error(`trade ${row.id}: maker venue ${row.to_venue} is not configured`)
+      const quoteSet =
+        row.qs_signature === null || row.quote_signer === null
+          ? null
+          : {
+              orderId: row.order_id,
+              sequence: row.qs_sequence!,
+              generation: row.qs_generation!,
+              quoteSize: row.qs_quote_size!,
+              validUntil: row.qs_valid_until!,
+              quotes: row.qs_quotes as unknown as ReadonlyArray<WireQuote>,
+              signature: row.qs_signature,
+              signer: row.quote_signer,
+            }
+      return {
+        id: row.id,
+        from: row.from_venue,
+        to: row.to_venue,
+        amount_in: row.amount_in,
+        amount_out: row.amount_out,
+        at: row.settled_at.toISOString(),
+        order_id: row.order_id,
+        proof: buildTradeProof({
+          makerChainId: maker.chain_id,
+          makerEscrow: maker.escrow,
+          quoteSet,
+          fill: row.fill,
+          fillSignature: row.fill_signature,
+          payer: row.payer,
+          quoteIndex: row.quote_index,
+          secret: row.secret,
+          transactions,
+        }),
+      }
+    }
+
+    return handlers
+      .handle("recent", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const [a, b] = yield* checkPair(urlParams.a, urlParams.b)
+          yield* snapshotCursor
+          const rows = yield* recentTrades(a, b, RECENT_TRADES).pipe(Effect.orDie)
+          return {
+            a,
+            b,
+            trades: rows.map((r) => ({
+              id: r.id,
+              from: r.from_venue,
+              amount_in: r.amount_in,
+              amount_out: r.amount_out,
+              at: r.settled_at.toISOString(),
+            })),
+          }
+        }),
+      )
+      .handle("history", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const scope = urlParams.scope ?? "all"
+          const { a, b } = urlParams
+          if ((a === undefined) !== (b === undefined)) {
+            return yield* apiError(InvalidRequest, "give both a and b (one pair) or neither (every pair)")
+          }
+          const pair = a !== undefined && b !== undefined ? yield* checkPair(a, b) : null
+          const master = scope === "mine" ? yield* sessionMaster : null
+          const filters: TradeFilters = { scope, master, pair }
+          let after: Parameters<typeof tradePage>[0]["after"]
+          if (urlParams.after !== undefined) {
+            const decoded = decodeTradeCursor(cursorKey, filters, urlParams.after)
+            if (Either.isLeft(decoded)) return yield* apiError(InvalidRequest, decoded.left)
+            after = decoded.right
+          }
+          yield* snapshotCursor
+          const limit = urlParams.limit ?? TRADE_HISTORY_LIMIT_DEFAULT
+          const page = yield* tradePage({ master, pair, after, limit }).pipe(Effect.orDie)
+          const txs = yield* transactionsByFill(page.rows)
+          const data = yield* Effect.try(() =>
+            page.rows.map((r) => historyItem(r, txs.get(r.fill_key.toLowerCase()) ?? [])),
+          ).pipe(Effect.orDie)
+          const last = page.rows[page.rows.length - 1]
+          return {
+            data,
+            next_cursor:
+              page.hasMore && last !== undefined
+                ? encodeTradeCursor(cursorKey, filters, { settledMicros: BigInt(last.settled_us), id: last.id })
+                : null,
+            has_more: page.hasMore,
+          }
+        }),
+      )
+  }),
+)

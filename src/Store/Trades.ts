@@ -1,0 +1,136 @@
+/**
+ * Trades: a trade is a settled fill (`fills.state = 'settled'`, `settled_at` set once by the Settlement actor).
+ * `from` is the taker's venue (where amount_in was paid), `to` the maker's (where amount_out was delivered).
+ * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { TradePosition } from "../Domain/TradeCursor.ts"
+
+export interface RecentTradeRow {
+  readonly id: string
+  readonly from_venue: string
+  readonly amount_in: string
+  readonly amount_out: string
+  readonly settled_at: Date
+}
+
+/** The pair condition, either direction (`a`/`b` are venue ids). */
+const pairCondition = (sql: SqlClient.SqlClient, pair: readonly [string, string] | null) =>
+  pair === null
+    ? sql`true`
+    : sql`((f.maker_venue = ${pair[0]} and f.taker_venue = ${pair[1]})
+          or (f.maker_venue = ${pair[1]} and f.taker_venue = ${pair[0]}))`
+
+/** The last `limit` trades between two venues, either direction, latest first. */
+export const recentTrades = (a: string, b: string, limit: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<RecentTradeRow>`
+      select f.id, f.taker_venue as from_venue, f.amount_in::text as amount_in, f.amount_out::text as amount_out,
+        f.settled_at
+      from fills f
+      where f.state = 'settled' and ${pairCondition(sql, [a, b])}
+      order by f.settled_at desc, f.id desc
+      limit ${limit}`,
+  )
+
+export interface TradeRow {
+  readonly id: string
+  readonly order_id: string
+  readonly from_venue: string
+  readonly to_venue: string
+  readonly amount_in: string
+  readonly amount_out: string
+  readonly settled_at: Date
+  /** `settled_at` in microseconds (cursors). */
+  readonly settled_us: string
+  readonly fill_key: string
+  readonly quote_index: number
+  readonly fill: unknown
+  readonly fill_signature: string | null
+  readonly payer: string
+  readonly quote_signer: string | null
+  readonly qs_sequence: string | null
+  readonly qs_generation: string | null
+  readonly qs_quote_size: string | null
+  /** Unix seconds. */
+  readonly qs_valid_until: string | null
+  readonly qs_quotes: ReadonlyArray<Record<string, unknown>> | null
+  readonly qs_signature: string | null
+  readonly secret: string | null
+}
+
+export interface TradeQuery {
+  /** Keep trades where this master is the maker (the order's) or the taker (the take's); null keeps all. */
+  readonly master: string | null
+  readonly pair: readonly [string, string] | null
+  readonly after: TradePosition | undefined
+  readonly limit: number
+}
+
+/**
+ * One page of trades, newest first by (settled_at, id), with what their proofs need: the quote set named by the
+ * fill's (order, sequence), and the secret as the escrow index saw it revealed (maker lock, else taker payment).
+ * The account filter is applied in the query, before the limit, so `mine` pages are full pages.
+ */
+export const tradePage = (q: TradeQuery) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<TradeRow>`
+      select f.id, f.order_id, f.taker_venue as from_venue, f.maker_venue as to_venue,
+        f.amount_in::text as amount_in, f.amount_out::text as amount_out, f.settled_at,
+        ((extract(epoch from f.settled_at) * 1000000)::numeric(30, 0))::text as settled_us,
+        f.fill_key, f.quote_index, f.fill, f.signature as fill_signature, f.payer,
+        o.quote_signer, qs.sequence::text as qs_sequence, qs.identity_generation::text as qs_generation,
+        qs.quote_size::text as qs_quote_size,
+        (extract(epoch from qs.valid_until)::numeric(30, 0))::text as qs_valid_until,
+        qs.quotes as qs_quotes, qs.signature as qs_signature,
+        coalesce(l.secret, p.secret) as secret
+      from fills f
+      join orders o on o.id = f.order_id
+      left join takes t on t.id = f.take_id
+      left join quote_sets qs on qs.order_id = f.order_id and qs.sequence = f.sequence
+      left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = lower(f.fill_key)
+      left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = lower(f.fill_key)
+      where f.state = 'settled'
+        and ${pairCondition(sql, q.pair)}
+        and ${q.master === null ? sql`true` : sql`(o.master = ${q.master} or t.master = ${q.master})`}
+        and ${
+          q.after === undefined
+            ? sql`true`
+            : sql`(f.settled_at, f.id) < ('epoch'::timestamptz
+                    + ${q.after.settledMicros.toString()}::bigint * interval '1 microsecond', ${q.after.id}::uuid)`
+        }
+      order by f.settled_at desc, f.id desc
+      limit ${q.limit + 1}`.pipe(
+      Effect.map((rows) => ({ rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit })),
+    ),
+  )
+
+export interface SettlementEventRow {
+  readonly fill_key: string
+  readonly venue: string
+  readonly event: string
+  readonly tx_hash: string
+  readonly block_number: string
+}
+
+/**
+ * The settlement transactions of the given fills, from the escrow index (what the chain finalized, not what we
+ * submitted): Locked/Claimed on the maker venue, Paid/PaymentClaimed on the taker venue.
+ */
+export const settlementEvents = (fills: ReadonlyArray<{ fill_key: string; maker: string; taker: string }>) =>
+  fills.length === 0
+    ? Effect.succeed([] as ReadonlyArray<SettlementEventRow>)
+    : Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<SettlementEventRow>`
+          select e.args ->> 'fillId' as fill_key, e.venue, e.event, e.tx_hash, e.block_number::text as block_number
+          from escrow_events e
+          join unnest(${fills.map((f) => f.fill_key.toLowerCase())}::text[], ${fills.map((f) => f.maker)}::text[],
+                      ${fills.map((f) => f.taker)}::text[]) as k(fill_key, maker, taker)
+            on e.args ->> 'fillId' = k.fill_key
+          where e.event in ('Locked', 'Paid', 'Claimed', 'PaymentClaimed')
+            and e.venue = case when e.event in ('Locked', 'Claimed') then k.maker else k.taker end
+          order by e.block_number, e.log_index`,
+      )
