@@ -49,3 +49,14 @@ export const readPermitContext = (client: PublicClient, token: string, owner: st
     const domain: TokenDomain = { name, version, chainId: Number(chainId), verifyingContract }
     return { domain, nonce, balance }
   })
+
+/** The owner's token balance (base units) at the node's latest block. */
+export const readTokenBalance = (client: PublicClient, token: string, owner: string) =>
+  read("the wallet's token balance", () =>
+    client.readContract({
+      address: getAddress(token),
+      abi: mockUSDCAbi,
+      functionName: "balanceOf",
+      args: [getAddress(owner)],
+    }),
+  )

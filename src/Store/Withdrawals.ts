@@ -271,6 +271,18 @@ export const findWithdrawal = (id: string) =>
     ),
   )
 
+/** The withdrawals submitted from these preparations (at most one each), for views that link a preparation. */
+export const withdrawalsOfPreparations = (preparationIds: ReadonlyArray<string>) =>
+  preparationIds.length === 0
+    ? Effect.succeed(new Map<string, WithdrawalRow>())
+    : Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<WithdrawalRow & { preparation_id: string }>`
+          select ${COLUMNS(sql)}, preparation_id from withdrawals
+          where preparation_id in ${sql.in(preparationIds)}`.pipe(
+          Effect.map((rows) => new Map(rows.map((r) => [r.preparation_id, r as WithdrawalRow]))),
+        ),
+      )
+
 /** Whether another withdrawal of the account already claims this venue ref (evidence must not be reused). */
 export const venueRefClaimed = (venue: string, address: string, venueRef: string, exceptId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
