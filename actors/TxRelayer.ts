@@ -22,14 +22,15 @@ import {
   addAttempt,
   allocateAndPersist,
   attemptsOf,
-  markFinal,
-  markIncluded,
+  markFinalBatch,
+  markIncludedBatch,
   markReorged,
   markReplaced,
   markSimulatedRevert,
   openRequests,
   queuedRequests,
   RELAYER_QUEUED_CHANNEL,
+  type ReceiptFacts,
   type RequestRow,
   recordBroadcasts,
   recordRequestError,
@@ -53,11 +54,13 @@ import {
 
 const GWEI = 1_000_000_000n
 /** Queued requests simulated in parallel (the transport batches them into one HTTP request). */
-const SIMULATE_CONCURRENCY = 16
+const SIMULATE_CONCURRENCY = 64
 const MAX_BACKOFF_MS = 15_000
 
 interface Heads {
   readonly latest: bigint
+  readonly latestHash: Hex
+  readonly parentHash: Hex
   readonly baseFee: bigint
   readonly finalized: bigint
 }
@@ -86,6 +89,23 @@ const transactionKnown = (client: PublicClient, hash: Hex) =>
     ),
   ).pipe(retryRpc)
 
+type FollowOutcome =
+  | { readonly _tag: "nothing" }
+  | { readonly _tag: "included"; readonly request: RequestRow; readonly receipt: ReceiptFacts }
+  | { readonly _tag: "final"; readonly request: RequestRow; readonly success: boolean; readonly reason: string | null }
+const NOTHING: FollowOutcome = { _tag: "nothing" }
+const includedOutcome = (request: RequestRow, receipt: ReceiptFacts): FollowOutcome => ({
+  _tag: "included",
+  request,
+  receipt,
+})
+const finalOutcome = (request: RequestRow, success: boolean, reason: string | null): FollowOutcome => ({
+  _tag: "final",
+  request,
+  success,
+  reason,
+})
+
 export interface RelayerHandle {
   /** One pass: follow in-flight transactions, then sign and send queued ones. */
   readonly tick: Effect.Effect<{ readonly signed: number; readonly open: number }, unknown, SqlClient.SqlClient>
@@ -113,6 +133,8 @@ export const makeTxRelayer = (venue: VenueConfig) =>
           : latest.number - BigInt(confirmations)
       return {
         latest: latest.number,
+        latestHash: latest.hash,
+        parentHash: latest.parentHash,
         baseFee: latest.baseFeePerGas ?? GWEI,
         finalized: finalized ?? 0n,
       } satisfies Heads
@@ -244,10 +266,35 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         return persisted.length
       })
 
+    /**
+     * Included transactions above the finalized head are re-checked only when the chain may have
+     * re-organised under them since the last completed pass: `unchangedUpTo` is the highest block
+     * known to be the same as then (the new head extends the head read then), -1 when unknown. A
+     * row included above that block is always re-checked; at the finalized head every row is
+     * re-checked anyway, so a missed reorg can never make a transaction final wrongly.
+     */
+    let lastHead: { readonly number: bigint; readonly hash: Hex } | undefined
+    const unchangedUpTo = (h: Heads) =>
+      Effect.gen(function* () {
+        const last = lastHead
+        if (last === undefined) return -1n
+        if (h.latestHash === last.hash) return last.number
+        if (h.latest === last.number + 1n) return h.parentHash === last.hash ? last.number : -1n
+        if (h.latest <= last.number) return -1n
+        const then = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: last.number })).pipe(
+          retryRpc,
+        )
+        return then.hash === last.hash ? last.number : -1n
+      })
+
     const follow = (h: Heads) =>
       Effect.gen(function* () {
+        const unchanged = yield* unchangedUpTo(h)
         const open = yield* openRequests(venue.id, signer)
-        if (open.length === 0) return 0
+        if (open.length === 0) {
+          lastHead = { number: h.latest, hash: h.latestHash }
+          return 0
+        }
         const [latestCount, finalizedCount] = yield* Effect.all(
           [
             rpc("eth_getTransactionCount", () => client.getTransactionCount({ address: signer, blockTag: "latest" })),
@@ -260,11 +307,23 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         const attempts = yield* attemptsOf(open.map((r) => r.id))
         const byRequest = new Map<bigint, Array<AttemptRow>>()
         for (const a of attempts) byRequest.set(a.requestId, [...(byRequest.get(a.requestId) ?? []), a])
-        yield* Effect.forEach(
+        // Queries run concurrently; the common transitions (included, final) are then written in one
+        // transaction each, the rare ones (reorged, replaced, replacement) as they are found.
+        const outcomes = yield* Effect.forEach(
           open,
-          (r) => followOne(r, byRequest.get(r.id) ?? [], h, BigInt(latestCount), BigInt(finalizedCount)),
-          { concurrency: 16, discard: true },
+          (r) => followOne(r, byRequest.get(r.id) ?? [], h, BigInt(latestCount), BigInt(finalizedCount), unchanged),
+          { concurrency: 32 },
         )
+        const at = yield* now
+        const included = outcomes.flatMap((o: FollowOutcome) => (o._tag === "included" ? [o] : []))
+        if (included.length > 0) yield* markIncludedBatch(included, at)
+        const finals = outcomes.flatMap((o: FollowOutcome) => (o._tag === "final" ? [o] : []))
+        if (finals.length > 0) {
+          const changed = yield* markFinalBatch(finals, at)
+          for (let i = 0; i < changed; i++) yield* fault.hit("relayer.after-commit-before-publish")
+        }
+        // Only a completed pass vouches for the rows it saw (a failed one re-checks everything next).
+        lastHead = { number: h.latest, hash: h.latestHash }
         return open.length
       })
 
@@ -274,28 +333,28 @@ export const makeTxRelayer = (venue: VenueConfig) =>
       h: Heads,
       latestCount: bigint,
       finalizedCount: bigint,
+      unchanged: bigint,
     ) =>
       Effect.gen(function* () {
         if (r.status === "included" && r.txHash !== null) {
+          if (r.blockNumber !== null && r.blockNumber > h.finalized && r.blockNumber <= unchanged) return NOTHING
           const receipt = yield* receiptOrNull(client, r.txHash)
           if (receipt === null) {
             yield* markReorged(r)
-            return
+            return NOTHING
           }
           if (receipt.blockHash.toLowerCase() !== r.blockHash) {
-            yield* markIncluded(r, receiptFacts(receipt), yield* now)
-            return
+            return includedOutcome(r, receiptFacts(receipt))
           }
           if (receipt.blockNumber <= h.finalized) {
             const success = receipt.status === "success"
             const reason = success ? null : yield* onChainReason(r, receipt)
-            const changed = yield* markFinal(r, success, reason, yield* now)
-            if (changed) yield* fault.hit("relayer.after-commit-before-publish")
+            return finalOutcome(r, success, reason)
           }
-          return
+          return NOTHING
         }
         const last = attempts.at(-1)
-        if (last === undefined || r.nonce === null) return
+        if (last === undefined || r.nonce === null) return NOTHING
         const consumed = latestCount > r.nonce
         let receipt: TransactionReceipt | null = null
         if (consumed) {
@@ -319,19 +378,18 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         })
         switch (decision) {
           case "included":
-            if (receipt !== null) yield* markIncluded(r, receiptFacts(receipt), yield* now)
-            return
+            return receipt === null ? NOTHING : includedOutcome(r, receiptFacts(receipt))
           case "replaced":
             yield* markReplaced(r, yield* now)
             yield* Effect.logWarning("nonce consumed by a foreign transaction", {
               key: r.idempotencyKey,
               nonce: r.nonce,
             })
-            return
+            return NOTHING
           case "rebroadcast":
             yield* broadcast([last.rawTx])
             yield* recordBroadcasts([last.txHash], yield* now)
-            return
+            return NOTHING
           case "bump": {
             const fees = replacementFees(
               { maxFeePerGas: last.maxFeePerGas, maxPriorityFeePerGas: last.maxPriorityFeePerGas },
@@ -341,11 +399,11 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             )
             if (fees === undefined) {
               yield* broadcast([last.rawTx])
-              return
+              return NOTHING
             }
             const attempt = yield* sign(r, r.nonce, last.gasLimit, fees)
             const added = yield* addAttempt(r, last.attempt + 1, h.latest, attempt)
-            if (!added) return
+            if (!added) return NOTHING
             yield* Effect.logInfo("replacing a stuck transaction", {
               key: r.idempotencyKey,
               nonce: r.nonce,
@@ -354,10 +412,10 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             })
             yield* broadcast([attempt.rawTx])
             yield* recordBroadcasts([attempt.txHash], yield* now)
-            return
+            return NOTHING
           }
           default:
-            return
+            return NOTHING
         }
       })
 
@@ -405,7 +463,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
     return { handle, run }
   })
 
-const receiptFacts = (receipt: TransactionReceipt) => ({
+const receiptFacts = (receipt: TransactionReceipt): ReceiptFacts => ({
   txHash: receipt.transactionHash,
   blockNumber: receipt.blockNumber,
   blockHash: receipt.blockHash,

@@ -1,7 +1,7 @@
 import { Singleton } from "@effect/cluster"
 import type { SqlClient } from "@effect/sql"
-import { Cause, Clock, Duration, Effect, Layer, Random } from "effect"
-import type { Address, Hex, PublicClient } from "viem"
+import { Cause, Clock, Duration, Effect, Either, Fiber, Layer, Random } from "effect"
+import type { Address, Hex, Log, PublicClient } from "viem"
 import { legacyEscrowAbi, settlementEscrowAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { decodeLogs, type IndexState } from "../src/Chain/EscrowIndex.ts"
@@ -54,6 +54,8 @@ const READ_CONCURRENCY = 32
 const MAX_BACKOFF_MS = 15_000
 
 class ChainMismatch extends Error {}
+
+type Fetched = readonly [Either.Either<ReadonlyArray<Log>, RpcError>, Either.Either<Hex | null, RpcError>]
 
 const toHead = (b: { number: bigint | null; hash: Hex | null; timestamp: bigint }, tag: string): Head => {
   if (b.number === null || b.hash === null) throw new ChainMismatch(`the node returned a pending block for ${tag}`)
@@ -237,19 +239,46 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         return null
       })
 
-    /** Ingests pages from the cursor up to `target` (at most INGEST_BUDGET of work). */
+    /** One page's logs and its end block's hash, in one round trip (one JSON-RPC batch). */
+    const fetchPage = (from: bigint, to: bigint, heads: Heads) =>
+      Effect.all(
+        [
+          rpc("eth_getLogs", () => client.getLogs({ address: contracts, fromBlock: from, toBlock: to })).pipe(
+            retryRpc,
+            Effect.either,
+          ),
+          to === heads.finalized.number
+            ? Effect.succeed(Either.right<Hex | null>(heads.finalized.hash))
+            : Effect.either(blockHashAt(client, to)),
+        ],
+        { concurrency: 2 },
+      )
+
+    /**
+     * Ingests pages from the cursor up to the finalized head (at most INGEST_BUDGET of work). The
+     * next page is fetched while the current one is written; the fetch fibers live in this call's
+     * scope, so a failure or interruption midway leaves none running.
+     */
     const ingestUpTo = (row: ChainStatusRow, heads: Heads) =>
       Effect.gen(function* () {
         const target = heads.finalized.number
         const started = yield* Clock.currentTimeMillis
         let cursor = row.indexedBlock
+        let prefetched: { from: bigint; to: bigint; fiber: Fiber.RuntimeFiber<Fetched> } | undefined
+        const rangeOf = (from: bigint) => ({
+          from,
+          to: from + pageBlocks - 1n < target ? from + pageBlocks - 1n : target,
+        })
         while (cursor < target) {
           if ((yield* Clock.currentTimeMillis) - started > Duration.toMillis(INGEST_BUDGET)) break
-          const from = cursor + 1n
-          const to = from + pageBlocks - 1n < target ? from + pageBlocks - 1n : target
-          const logs = yield* rpc("eth_getLogs", () =>
-            client.getLogs({ address: contracts, fromBlock: from, toBlock: to }),
-          ).pipe(retryRpc, Effect.either)
+          const { from, to } = rangeOf(cursor + 1n)
+          const fiber =
+            prefetched !== undefined && prefetched.from === from && prefetched.to === to
+              ? prefetched.fiber
+              : yield* Effect.forkScoped(fetchPage(from, to, heads))
+          if (prefetched !== undefined && prefetched.fiber !== fiber) yield* Fiber.interrupt(prefetched.fiber)
+          prefetched = undefined
+          const [logs, endHash] = yield* Fiber.join(fiber)
           if (logs._tag === "Left") {
             if (logs.left.rangeTooLarge && pageBlocks > 1n) {
               pageBlocks = pageBlocks / 2n
@@ -257,15 +286,20 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
             }
             return yield* Effect.fail(logs.left)
           }
-          const toHash = to === target ? heads.finalized.hash : yield* blockHashAt(client, to)
+          if (to < target) {
+            const next = rangeOf(to + 1n)
+            prefetched = { ...next, fiber: yield* Effect.forkScoped(fetchPage(next.from, next.to, heads)) }
+          }
+          const toHash = yield* endHash
           if (toHash === null) return yield* Effect.fail(new ChainMismatch(`block ${to} not found`))
           const events = decodeLogs(logs.right, contracts)
           yield* ingestPage({ venue: venue.id, chainId: venue.chain_id, fromBlock: from, toBlock: to, toHash, events })
           yield* fault.hit("watcher.after-ingest-before-status")
           cursor = to
         }
+        if (prefetched !== undefined) yield* Fiber.interrupt(prefetched.fiber)
         return cursor
-      })
+      }).pipe(Effect.scoped)
 
     const integrityCheck = (row: ChainStatusRow, cursor: bigint) =>
       Effect.gen(function* () {

@@ -88,7 +88,7 @@ const reached = (status: TxStatus, until: AwaitUntil) =>
 
 const KEY = /^[\x21-\x7e]{1,200}$/
 /** Fallback re-read while waiting (a notification can be missed while LISTEN reconnects). */
-const AWAIT_POLL = Duration.millis(500)
+const AWAIT_POLL = Duration.seconds(1)
 
 export const outcomeOf = (row: RequestRow, attempts: ReadonlyArray<Hex>): TxOutcome => ({
   idempotencyKey: row.idempotencyKey,

@@ -222,13 +222,6 @@ export const recordIntegrityCheck = (
 
 // ------------------------------------------------------------------ ingest
 
-const CHUNK = 1000
-const chunks = <T>(xs: ReadonlyArray<T>): Array<ReadonlyArray<T>> => {
-  const out: Array<ReadonlyArray<T>> = []
-  for (let i = 0; i < xs.length; i += CHUNK) out.push(xs.slice(i, i + CHUNK))
-  return out
-}
-
 export interface IngestPage {
   readonly venue: string
   readonly chainId: number
@@ -252,84 +245,78 @@ export const ingestPage = (
     sql.withTransaction(
       Effect.gen(function* () {
         const { venue } = page
-        const [cursor] = yield* sql<{ b: string | null }>`
-          select indexed_block::text as b from chain_status where venue = ${venue} for update`
-        const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
-        if (actual !== page.fromBlock - 1n) {
+        // Moving the cursor first both checks it (still fromBlock - 1) and locks the row until commit:
+        // a second writer blocks here, then finds the cursor moved and changes nothing.
+        const toHash = page.toHash.toLowerCase()
+        const moved = yield* sql<{ venue: string }>`
+          update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
+            updated_at = now()
+          where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
+          returning venue`
+        if (moved.length === 0) {
+          const [cursor] = yield* sql<{ b: string | null }>`
+            select indexed_block::text as b from chain_status where venue = ${venue}`
+          const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
           return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
         }
         const events = page.events
         if (events.length > 0) {
-          for (const part of chunks(events)) {
-            yield* sql`insert into escrow_events ${sql.insert(
-              part.map((e) => ({
-                venue,
-                block_number: e.blockNumber.toString(),
-                log_index: e.logIndex,
-                block_hash: e.blockHash.toLowerCase(),
-                tx_hash: e.txHash.toLowerCase(),
-                contract: e.contract,
-                event: e.decoded.eventName,
-                args: JSON.stringify(eventArgsJson(e)),
-              })),
-            )}`
-          }
+          // The args travel as one JSON array (a text[] of JSON would be escaped element by element).
+          yield* sql`
+            insert into escrow_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
+            select ${venue}, b, l, bh, th, c, e, a from rows from (
+              unnest(${events.map((e) => e.blockNumber.toString())}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
+              unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
+              unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]), unnest(${events.map((e) => e.contract)}::text[]),
+              unnest(${events.map((e) => e.decoded.eventName)}::text[]),
+              jsonb_array_elements(${JSON.stringify(events.map(eventArgsJson))}::jsonb)
+            ) as t(b, l, bh, th, c, e, a)`
           const state = yield* loadTouched(venue, touchedKeys(events))
           const appends = applyEvents(state, events)
           yield* writeState(venue, state)
-          for (const part of chunks(appends.fills)) {
-            yield* sql`insert into escrow_fills ${sql.insert(
-              part.map((f) => ({
-                venue,
-                fill_id: f.fillId,
-                side: f.side,
-                fill: JSON.stringify(f.fill),
-                fill_digest: f.fillDigest,
-                quote_set_digest: f.quoteSetDigest,
-                quote_index: f.quoteIndex === null ? null : f.quoteIndex.toString(),
-                tx_hash: f.txHash,
-                block_number: f.blockNumber.toString(),
-                block_hash: f.blockHash,
-              })),
-            )} on conflict do nothing`
+          const { fills, closes, nonces } = appends
+          if (fills.length > 0) {
+            yield* sql`
+              insert into escrow_fills (venue, fill_id, side, fill, fill_digest, quote_set_digest, quote_index, tx_hash,
+                block_number, block_hash)
+              select ${venue}, * from rows from (
+                unnest(${fills.map((f) => f.fillId)}::text[]), unnest(${fills.map((f) => f.side)}::text[]),
+                jsonb_array_elements(${JSON.stringify(fills.map((f) => f.fill))}::jsonb),
+                unnest(${fills.map((f) => f.fillDigest)}::text[]), unnest(${fills.map((f) => f.quoteSetDigest)}::text[]),
+                unnest(${fills.map((f) => (f.quoteIndex === null ? null : f.quoteIndex.toString()))}::bigint[]),
+                unnest(${fills.map((f) => f.txHash)}::text[]), unnest(${fills.map((f) => f.blockNumber.toString())}::bigint[]),
+                unnest(${fills.map((f) => f.blockHash)}::text[]))
+              on conflict do nothing`
           }
-          for (const part of chunks(appends.closes)) {
-            yield* sql`insert into escrow_closes ${sql.insert(
-              part.map((c) => ({
-                venue,
-                block_number: c.blockNumber.toString(),
-                log_index: c.logIndex,
-                order_id: c.orderId,
-                owner: c.owner,
-                caller: c.caller,
-                amount: c.amount.toString(),
-                dex: c.dex,
-                to_margin: c.toMargin,
-                refused: c.refused,
-                by_operator: c.byOperator,
-                nonce: c.nonce.toString(),
-                tx_hash: c.txHash,
-                block_hash: c.blockHash,
-              })),
-            )}`
+          if (closes.length > 0) {
+            yield* sql`
+              insert into escrow_closes (venue, block_number, log_index, order_id, owner, caller, amount, dex, to_margin,
+                refused, by_operator, nonce, tx_hash, block_hash)
+              select ${venue}, * from unnest(
+                ${closes.map((c) => c.blockNumber.toString())}::bigint[], ${closes.map((c) => c.logIndex)}::int[],
+                ${closes.map((c) => c.orderId)}::text[], ${closes.map((c) => c.owner)}::text[],
+                ${closes.map((c) => c.caller)}::text[], ${closes.map((c) => c.amount.toString())}::numeric[],
+                ${closes.map((c) => c.dex)}::bigint[], ${closes.map((c) => c.toMargin)}::bool[],
+                ${closes.map((c) => c.refused)}::bool[], ${closes.map((c) => c.byOperator)}::bool[],
+                ${closes.map((c) => c.nonce.toString())}::numeric[], ${closes.map((c) => c.txHash)}::text[],
+                ${closes.map((c) => c.blockHash)}::text[])`
           }
-          for (const part of chunks(appends.nonces)) {
-            yield* sql`insert into escrow_used_nonces ${sql.insert(
-              part.map((n) => ({
-                venue,
-                owner: n.owner,
-                nonce: n.nonce.toString(),
-                reason: n.reason,
-                block_number: n.blockNumber.toString(),
-                block_hash: n.blockHash,
-              })),
-            )} on conflict do nothing`
+          if (nonces.length > 0) {
+            yield* sql`
+              insert into escrow_used_nonces (venue, owner, nonce, reason, block_number, block_hash)
+              select ${venue}, * from unnest(
+                ${nonces.map((n) => n.owner)}::text[], ${nonces.map((n) => n.nonce.toString())}::numeric[],
+                ${nonces.map((n) => n.reason)}::text[], ${nonces.map((n) => n.blockNumber.toString())}::bigint[],
+                ${nonces.map((n) => n.blockHash)}::text[])
+              on conflict do nothing`
           }
           const blocks = new Map<string, string>()
           for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
-          yield* sql`insert into chain_blocks ${sql.insert(
-            [...blocks].map(([n, h]) => ({ venue, block_number: n, block_hash: h })),
-          )} on conflict do nothing`
+          blocks.set(page.toBlock.toString(), toHash)
+          yield* sql`
+            insert into chain_blocks (venue, block_number, block_hash)
+            select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
+            on conflict do nothing`
           const kinds: Record<string, number> = {}
           for (const e of events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
           yield* appendJournal({
@@ -345,14 +332,11 @@ export const ingestPage = (
             },
           })
         }
-        const toHash = page.toHash.toLowerCase()
-        yield* sql`
-          insert into chain_blocks (venue, block_number, block_hash)
-          values (${venue}, ${page.toBlock.toString()}, ${toHash}) on conflict do nothing`
-        yield* sql`
-          update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
-            updated_at = now()
-          where venue = ${venue}`
+        if (events.length === 0) {
+          yield* sql`
+            insert into chain_blocks (venue, block_number, block_hash)
+            values (${venue}, ${page.toBlock.toString()}, ${toHash}) on conflict do nothing`
+        }
         return events.length
       }),
     ),
@@ -502,7 +486,7 @@ const PAYMENT_COLS = `fill_id, payer, payee, amount_in::text, hashlock, expiry::
 const LEGACY_COLS = `contract, offer_id::text, owner, amount::text, refund_at::text, reclaimed, created_block::text,
   block_number::text, block_hash`
 
-/** Loads exactly the rows a page touches (locked for the rest of the transaction). */
+/** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
 const loadTouched = (venue: string, keys: TouchedKeys) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
@@ -514,127 +498,113 @@ const loadTouched = (venue: string, keys: TouchedKeys) =>
         keys.orders,
         (ids) =>
           sql<RawOrder>`select ${sql.literal(ORDER_COLS)} from escrow_orders
-          where venue = ${venue} and ${sql.in("order_id", ids)} for update`,
+          where venue = ${venue} and order_id = any(${ids}::text[])`,
       )
       const balances = yield* some(
         keys.balances,
         (ids) =>
           sql<RawBalance>`select ${sql.literal(BALANCE_COLS)} from escrow_balances
-          where venue = ${venue} and ${sql.in("owner", ids)} for update`,
+          where venue = ${venue} and owner = any(${ids}::text[])`,
       )
       const locks = yield* some(
         keys.locks,
         (ids) =>
           sql<RawLock>`select ${sql.literal(LOCK_COLS)} from escrow_locks
-          where venue = ${venue} and ${sql.in("fill_id", ids)} for update`,
+          where venue = ${venue} and fill_id = any(${ids}::text[])`,
       )
       const payments = yield* some(
         keys.payments,
         (ids) =>
           sql<RawPayment>`select ${sql.literal(PAYMENT_COLS)} from escrow_payments
-          where venue = ${venue} and ${sql.in("fill_id", ids)} for update`,
+          where venue = ${venue} and fill_id = any(${ids}::text[])`,
       )
       const legacy = yield* some(
         keys.legacy,
         (ids) =>
           sql<RawLegacy>`select ${sql.literal(LEGACY_COLS)} from legacy_offers
-          where venue = ${venue} and (contract || ':' || offer_id::text) in ${sql.in(ids)} for update`,
+          where venue = ${venue} and (contract || ':' || offer_id::text) = any(${ids}::text[])`,
       )
       return fillState(emptyState(), orders, balances, locks, payments, legacy)
     }),
   )
 
-/** Upserts every row of `state` (the touched ones: that is all `loadTouched` + the fold put there). */
+/**
+ * Upserts every row of `state` (the touched ones: that is all `loadTouched` + the fold put there),
+ * one statement per table with column arrays (unnest), whatever the number of rows.
+ */
 const writeState = (venue: string, state: IndexState) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
-      for (const part of chunks([...state.orders.values()])) {
-        yield* sql`insert into escrow_orders ${sql.insert(
-          part.map((o) => ({
-            venue,
-            order_id: o.orderId,
-            owner: o.owner,
-            operator: o.operator,
-            quote_signer: o.quoteSigner,
-            available: o.available.toString(),
-            locked: o.locked.toString(),
-            created_block: o.createdBlock.toString(),
-            block_number: o.blockNumber.toString(),
-            block_hash: o.blockHash,
-          })),
-        )} on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
-          quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
-          block_number = excluded.block_number, block_hash = excluded.block_hash`
+      const orders = [...state.orders.values()]
+      if (orders.length > 0) {
+        yield* sql`
+          insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
+            block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${orders.map((o) => o.orderId)}::text[], ${orders.map((o) => o.owner)}::text[],
+            ${orders.map((o) => o.operator)}::text[], ${orders.map((o) => o.quoteSigner)}::text[],
+            ${orders.map((o) => o.available.toString())}::numeric[], ${orders.map((o) => o.locked.toString())}::numeric[],
+            ${orders.map((o) => o.createdBlock.toString())}::bigint[], ${orders.map((o) => o.blockNumber.toString())}::bigint[],
+            ${orders.map((o) => o.blockHash)}::text[])
+          on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
+            quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
       }
-      for (const part of chunks([...state.balances.values()])) {
-        yield* sql`insert into escrow_balances ${sql.insert(
-          part.map((b) => ({
-            venue,
-            owner: b.owner,
-            balance: b.balance.toString(),
-            block_number: b.blockNumber.toString(),
-            block_hash: b.blockHash,
-          })),
-        )} on conflict (venue, owner) do update set balance = excluded.balance,
-          block_number = excluded.block_number, block_hash = excluded.block_hash`
+      const balances = [...state.balances.values()]
+      if (balances.length > 0) {
+        yield* sql`
+          insert into escrow_balances (venue, owner, balance, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
+            ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
+          on conflict (venue, owner) do update set balance = excluded.balance,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
       }
-      for (const part of chunks([...state.locks.values()])) {
-        yield* sql`insert into escrow_locks ${sql.insert(
-          part.map((l) => ({
-            venue,
-            fill_id: l.fillId,
-            order_id: l.orderId,
-            payer: l.payer,
-            recipient: l.recipient,
-            amount_out: l.amountOut.toString(),
-            hashlock: l.hashlock,
-            expiry: l.expiry.toString(),
-            state: l.state,
-            refused: l.refused,
-            secret: l.secret,
-            created_block: l.createdBlock.toString(),
-            block_number: l.blockNumber.toString(),
-            block_hash: l.blockHash,
-          })),
-        )} on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
-          secret = excluded.secret, amount_out = excluded.amount_out,
-          block_number = excluded.block_number, block_hash = excluded.block_hash`
+      const locks = [...state.locks.values()]
+      if (locks.length > 0) {
+        yield* sql`
+          insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
+            refused, secret, created_block, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${locks.map((l) => l.fillId)}::text[], ${locks.map((l) => l.orderId)}::text[],
+            ${locks.map((l) => l.payer)}::text[], ${locks.map((l) => l.recipient)}::text[],
+            ${locks.map((l) => l.amountOut.toString())}::numeric[], ${locks.map((l) => l.hashlock)}::text[],
+            ${locks.map((l) => l.expiry.toString())}::bigint[], ${locks.map((l) => l.state)}::text[],
+            ${locks.map((l) => l.refused)}::bool[], ${locks.map((l) => l.secret)}::text[],
+            ${locks.map((l) => l.createdBlock.toString())}::bigint[], ${locks.map((l) => l.blockNumber.toString())}::bigint[],
+            ${locks.map((l) => l.blockHash)}::text[])
+          on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
+            secret = excluded.secret, amount_out = excluded.amount_out,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
       }
-      for (const part of chunks([...state.payments.values()])) {
-        yield* sql`insert into escrow_payments ${sql.insert(
-          part.map((p) => ({
-            venue,
-            fill_id: p.fillId,
-            payer: p.payer,
-            payee: p.payee,
-            amount_in: p.amountIn.toString(),
-            hashlock: p.hashlock,
-            expiry: p.expiry.toString(),
-            state: p.state,
-            secret: p.secret,
-            created_block: p.createdBlock.toString(),
-            block_number: p.blockNumber.toString(),
-            block_hash: p.blockHash,
-          })),
-        )} on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
-          block_number = excluded.block_number, block_hash = excluded.block_hash`
+      const payments = [...state.payments.values()]
+      if (payments.length > 0) {
+        yield* sql`
+          insert into escrow_payments (venue, fill_id, payer, payee, amount_in, hashlock, expiry, state, secret,
+            created_block, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${payments.map((p) => p.fillId)}::text[], ${payments.map((p) => p.payer)}::text[],
+            ${payments.map((p) => p.payee)}::text[], ${payments.map((p) => p.amountIn.toString())}::numeric[],
+            ${payments.map((p) => p.hashlock)}::text[], ${payments.map((p) => p.expiry.toString())}::bigint[],
+            ${payments.map((p) => p.state)}::text[], ${payments.map((p) => p.secret)}::text[],
+            ${payments.map((p) => p.createdBlock.toString())}::bigint[],
+            ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
+          on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
       }
-      for (const part of chunks([...state.legacy.values()])) {
-        yield* sql`insert into legacy_offers ${sql.insert(
-          part.map((o) => ({
-            venue,
-            contract: o.contract,
-            offer_id: o.offerId.toString(),
-            owner: o.owner,
-            amount: o.amount.toString(),
-            refund_at: o.refundAt.toString(),
-            reclaimed: o.reclaimed,
-            created_block: o.createdBlock.toString(),
-            block_number: o.blockNumber.toString(),
-            block_hash: o.blockHash,
-          })),
-        )} on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
-          block_number = excluded.block_number, block_hash = excluded.block_hash`
+      const legacy = [...state.legacy.values()]
+      if (legacy.length > 0) {
+        yield* sql`
+          insert into legacy_offers (venue, contract, offer_id, owner, amount, refund_at, reclaimed, created_block,
+            block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${legacy.map((o) => o.contract)}::text[], ${legacy.map((o) => o.offerId.toString())}::numeric[],
+            ${legacy.map((o) => o.owner)}::text[], ${legacy.map((o) => o.amount.toString())}::numeric[],
+            ${legacy.map((o) => o.refundAt.toString())}::bigint[], ${legacy.map((o) => o.reclaimed)}::bool[],
+            ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
+            ${legacy.map((o) => o.blockHash)}::text[])
+          on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
       }
     }),
   )

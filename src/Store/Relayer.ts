@@ -1,7 +1,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
-import { appendJournal } from "./Journal.ts"
+import { appendJournal, JOURNAL_PENDING_CHANNEL } from "./Journal.ts"
 
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
@@ -152,6 +152,30 @@ const transitionEvents = (r: RequestRow, kind: string, extra: Record<string, unk
     ),
   )
 
+/**
+ * Many transitions' journal rows and wake-ups in three statements (same rows and notifications as
+ * transitionEvents one by one), inside the caller's transaction.
+ */
+const transitionEventsBatch = (
+  items: ReadonlyArray<{
+    readonly request: RequestRow
+    readonly kind: string
+    readonly extra: Record<string, unknown>
+  }>,
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      yield* sql`
+        insert into journal (kind, master, payload)
+        select k, m, p from rows from (
+          unnest(${items.map((i) => i.kind)}::text[]), unnest(${items.map((i) => i.request.master)}::text[]),
+          jsonb_array_elements(${JSON.stringify(items.map((i) => journalPayload(i.request, i.extra)))}::jsonb)
+        ) as t(k, m, p)`
+      yield* sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`
+      yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => i.request.idempotencyKey)}::text[]) as k`
+    }),
+  )
+
 export interface NewRequest {
   readonly idempotencyKey: string
   readonly venue: string
@@ -299,34 +323,48 @@ export const allocateAndPersist = <E, R>(
         const [row] = yield* sql<{ n: string }>`
           select next_nonce::text as n from relayer_nonces where venue = ${venue} and signer = ${who} for update`
         let nonce = BigInt(row!.n) > floor ? BigInt(row!.n) : floor
+        // Still queued? (a stale relayer instance must not sign twice for one request)
+        const fresh = yield* sql<{ id: string }>`
+          select id::text from relayer_requests
+          where id = any(${items.map((i) => i.request.id.toString())}::bigint[]) and status = 'queued'
+          order by id for update`
+        const queued = new Set(fresh.map((r) => r.id))
         const out: Array<{ request: RequestRow; nonce: bigint; attempt: SignedAttempt }> = []
         for (const item of items) {
-          // Still queued? (a stale relayer instance must not sign twice for one request)
-          const fresh = yield* sql<{ id: string }>`
-            select id::text from relayer_requests where id = ${item.request.id.toString()} and status = 'queued'
-            for update`
-          if (fresh.length === 0) continue
-          const attempt = yield* sign(item.request, nonce, item.gasLimit)
+          if (!queued.has(item.request.id.toString())) continue
+          out.push({ request: item.request, nonce, attempt: yield* sign(item.request, nonce, item.gasLimit) })
+          nonce++
+        }
+        if (out.length > 0) {
           yield* sql`
             insert into relayer_attempts (tx_hash, request_id, attempt, nonce, raw_tx, max_fee_per_gas,
               max_priority_fee_per_gas, gas_limit, sent_block)
-            values (${attempt.txHash.toLowerCase()}, ${item.request.id.toString()}, 1, ${nonce.toString()},
-              ${attempt.rawTx}, ${attempt.maxFeePerGas.toString()}, ${attempt.maxPriorityFeePerGas.toString()},
-              ${attempt.gasLimit.toString()}, ${sentBlock.toString()})`
+            select h, r, 1, n, raw, f, p, g, ${sentBlock.toString()} from unnest(
+              ${out.map((o) => o.attempt.txHash.toLowerCase())}::text[], ${out.map((o) => o.request.id.toString())}::bigint[],
+              ${out.map((o) => o.nonce.toString())}::bigint[], ${out.map((o) => o.attempt.rawTx)}::text[],
+              ${out.map((o) => o.attempt.maxFeePerGas.toString())}::numeric[],
+              ${out.map((o) => o.attempt.maxPriorityFeePerGas.toString())}::numeric[],
+              ${out.map((o) => o.attempt.gasLimit.toString())}::numeric[]) as t(h, r, n, raw, f, p, g)`
           yield* sql`
-            update relayer_requests set status = 'pending', nonce = ${nonce.toString()},
-              gas_limit = ${attempt.gasLimit.toString()}, tx_hash = ${attempt.txHash.toLowerCase()}, error = '',
+            update relayer_requests q set status = 'pending', nonce = u.n, gas_limit = u.g, tx_hash = u.h, error = '',
               updated_at = now()
-            where id = ${item.request.id.toString()}`
-          yield* transitionEvents(item.request, "tx.pending", {
-            status: "pending",
-            nonce: nonce.toString(),
-            tx_hash: attempt.txHash.toLowerCase(),
-            max_fee_per_gas: attempt.maxFeePerGas.toString(),
-            max_priority_fee_per_gas: attempt.maxPriorityFeePerGas.toString(),
-          })
-          out.push({ request: item.request, nonce, attempt })
-          nonce++
+            from unnest(${out.map((o) => o.request.id.toString())}::bigint[], ${out.map((o) => o.nonce.toString())}::bigint[],
+              ${out.map((o) => o.attempt.gasLimit.toString())}::numeric[],
+              ${out.map((o) => o.attempt.txHash.toLowerCase())}::text[]) as u(id, n, g, h)
+            where q.id = u.id`
+          yield* transitionEventsBatch(
+            out.map((o) => ({
+              request: o.request,
+              kind: "tx.pending",
+              extra: {
+                status: "pending",
+                nonce: o.nonce.toString(),
+                tx_hash: o.attempt.txHash.toLowerCase(),
+                max_fee_per_gas: o.attempt.maxFeePerGas.toString(),
+                max_priority_fee_per_gas: o.attempt.maxPriorityFeePerGas.toString(),
+              },
+            })),
+          )
         }
         yield* sql`
           update relayer_nonces set next_nonce = ${nonce.toString()} where venue = ${venue} and signer = ${who}`
@@ -376,32 +414,57 @@ export const recordBroadcasts = (hashes: ReadonlyArray<Hex>, at: Date) =>
           )}`.pipe(Effect.asVoid),
   )
 
-export const markIncluded = (
-  r: RequestRow,
-  receipt: { txHash: Hex; blockNumber: bigint; blockHash: Hex; gasUsed: bigint; success: boolean },
+export interface ReceiptFacts {
+  readonly txHash: Hex
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+  readonly gasUsed: bigint
+  readonly success: boolean
+}
+
+/** Pending (or included elsewhere after a reorg) → included, for many requests in one transaction. */
+export const markIncludedBatch = (
+  items: ReadonlyArray<{ readonly request: RequestRow; readonly receipt: ReceiptFacts }>,
   at: Date,
 ) =>
-  transition(
-    r,
-    ["pending", "included"],
-    {
-      status: "included",
-      tx_hash: receipt.txHash.toLowerCase(),
-      block_number: receipt.blockNumber.toString(),
-      block_hash: receipt.blockHash.toLowerCase(),
-      gas_used: receipt.gasUsed.toString(),
-      included_at: at,
-    },
-    "tx.included",
-    {
-      status: "included",
-      nonce: r.nonce?.toString() ?? null,
-      tx_hash: receipt.txHash.toLowerCase(),
-      block_number: receipt.blockNumber.toString(),
-      block_hash: receipt.blockHash.toLowerCase(),
-      success: receipt.success,
-    },
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const changed = yield* sql<{ id: string }>`
+          update relayer_requests q set status = 'included', tx_hash = u.h, block_number = u.b, block_hash = u.bh,
+            gas_used = u.g, included_at = ${at}, updated_at = now()
+          from unnest(${items.map((i) => i.request.id.toString())}::bigint[],
+            ${items.map((i) => i.receipt.txHash.toLowerCase())}::text[],
+            ${items.map((i) => i.receipt.blockNumber.toString())}::bigint[],
+            ${items.map((i) => i.receipt.blockHash.toLowerCase())}::text[],
+            ${items.map((i) => i.receipt.gasUsed.toString())}::numeric[]) as u(id, h, b, bh, g)
+          where q.id = u.id and q.status in ('pending', 'included')
+          returning q.id::text`
+        const ids = new Set(changed.map((c) => c.id))
+        const done = items.filter((i) => ids.has(i.request.id.toString()))
+        if (done.length > 0) {
+          yield* transitionEventsBatch(
+            done.map(({ request: r, receipt }) => ({
+              request: r,
+              kind: "tx.included",
+              extra: {
+                status: "included",
+                nonce: r.nonce?.toString() ?? null,
+                tx_hash: receipt.txHash.toLowerCase(),
+                block_number: receipt.blockNumber.toString(),
+                block_hash: receipt.blockHash.toLowerCase(),
+                success: receipt.success,
+              },
+            })),
+          )
+        }
+        return done.length
+      }),
+    ),
   )
+
+export const markIncluded = (r: RequestRow, receipt: ReceiptFacts, at: Date) =>
+  markIncludedBatch([{ request: r, receipt }], at).pipe(Effect.map((n) => n > 0))
 
 /** The included transaction left the chain (a reorg above finality): back to pending. */
 export const markReorged = (r: RequestRow) =>
@@ -413,22 +476,50 @@ export const markReorged = (r: RequestRow) =>
     { status: "pending", nonce: r.nonce?.toString() ?? null, tx_hash: r.txHash },
   )
 
-/** At the finalized head: final (success) or reverted (on-chain revert, gas spent). */
-export const markFinal = (r: RequestRow, success: boolean, reason: string | null, at: Date) =>
-  transition(
-    r,
-    ["included"],
-    success ? { status: "final", final_at: at } : { status: "reverted", final_at: at, revert_reason: reason },
-    success ? "tx.final" : "tx.reverted",
-    {
-      status: success ? "final" : "reverted",
-      nonce: r.nonce?.toString() ?? null,
-      tx_hash: r.txHash,
-      block_number: r.blockNumber?.toString() ?? null,
-      block_hash: r.blockHash,
-      ...(success ? {} : { reason, simulated: false }),
-    },
+/**
+ * At the finalized head: final (success) or reverted (on-chain revert, gas spent), for many
+ * requests in one transaction. Returns how many changed.
+ */
+export const markFinalBatch = (
+  items: ReadonlyArray<{ readonly request: RequestRow; readonly success: boolean; readonly reason: string | null }>,
+  at: Date,
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const changed = yield* sql<{ id: string }>`
+          update relayer_requests q
+          set status = case when u.ok then 'final' else 'reverted' end, revert_reason = u.reason,
+            final_at = ${at}, updated_at = now()
+          from unnest(${items.map((i) => i.request.id.toString())}::bigint[], ${items.map((i) => i.success)}::bool[],
+            ${items.map((i) => i.reason)}::text[]) as u(id, ok, reason)
+          where q.id = u.id and q.status = 'included'
+          returning q.id::text`
+        const ids = new Set(changed.map((c) => c.id))
+        const done = items.filter((i) => ids.has(i.request.id.toString()))
+        if (done.length > 0) {
+          yield* transitionEventsBatch(
+            done.map(({ request: r, success, reason }) => ({
+              request: r,
+              kind: success ? "tx.final" : "tx.reverted",
+              extra: {
+                status: success ? "final" : "reverted",
+                nonce: r.nonce?.toString() ?? null,
+                tx_hash: r.txHash,
+                block_number: r.blockNumber?.toString() ?? null,
+                block_hash: r.blockHash,
+                ...(success ? {} : { reason, simulated: false }),
+              },
+            })),
+          )
+        }
+        return done.length
+      }),
+    ),
   )
+
+export const markFinal = (r: RequestRow, success: boolean, reason: string | null, at: Date) =>
+  markFinalBatch([{ request: r, success, reason }], at).pipe(Effect.map((n) => n > 0))
 
 /** Our nonce was consumed, at the finalized head, by a transaction that is none of our attempts. */
 export const markReplaced = (r: RequestRow, at: Date) =>

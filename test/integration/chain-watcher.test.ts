@@ -4,11 +4,12 @@ import { Effect, Fiber } from "effect"
 import { parseEventLogs } from "viem"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
-import { indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
+import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
 import { AppConfig } from "../../src/Config.ts"
-import { chainStatus, requestIntegrityCheck } from "../../src/Store/ChainIndex.ts"
+import { chainStatus, ingestPage, initChainStatus, requestIntegrityCheck } from "../../src/Store/ChainIndex.ts"
 import { account, closeOrders, fundOrders, mine, orderIdOf, venueEntry } from "../support/ChainDevnet.ts"
 import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
+import { addr, ESCROW, fill, id, LEGACY, logOf, resetLogIndex } from "../support/ChainLogs.ts"
 import { chainStack, TestChainTag } from "../support/ChainStack.ts"
 import { rawRequest } from "../support/Http.ts"
 import { baseUrl } from "../support/TestServer.ts"
@@ -45,6 +46,14 @@ const pollUntilCaughtUp = (tries = 40) =>
     }
     return yield* Effect.die(new Error("watcher did not catch up"))
   })
+
+const lowerAddresses = (v: unknown): unknown => {
+  if (typeof v === "string" && /^0x[0-9a-fA-F]{40}$/.test(v)) return v.toLowerCase()
+  if (v !== null && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, lowerAddresses(x)]))
+  }
+  return v
+}
 
 const count = (table: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -89,6 +98,11 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
         )
         const expected = parseEventLogs({ abi: indexedEventsAbi, logs })
         expect(expected.length).toBeGreaterThanOrEqual(40 + 12 + 4)
+        // The static decoder reads these real logs exactly as viem does (addresses lowercase).
+        const ours = decodeLogs(logs, [c.escrow, c.legacy])
+        expect(ours.map((e) => [e.decoded.eventName, e.decoded.args])).toEqual(
+          expected.map((e) => [e.eventName, lowerAddresses(e.args)]),
+        )
         const stored = yield* sql<{ block_number: string; log_index: number; event: string }>`
           select block_number::text, log_index, event from escrow_events where venue = 'hyperliquid'
           order by block_number, log_index`
@@ -209,6 +223,153 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       const health = yield* rawRequest(`${yield* baseUrl}/health`)
       expect(health.status).toBe(503)
       expect((health.json as { status: string }).status).toBe("degraded")
+    }),
+  )
+
+  it.effect("one page writes every event kind in one transaction, and a moved cursor changes nothing", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      resetLogIndex()
+      const venue = "synthetic"
+      yield* initChainStatus(venue, 1, addr(0x0b), 1)
+      const o = id(1)
+      const owner = addr(3)
+      const recipient = addr(0xee)
+      const logs = [
+        logOf(
+          "OrderFunded",
+          {
+            orderId: o,
+            owner,
+            operator: addr(0xb),
+            quoteSigner: addr(5),
+            amount: 100n,
+            available: 100n,
+            created: true,
+            digest: id(7),
+          },
+          1n,
+        ),
+        logOf(
+          "Locked",
+          {
+            fillId: id(0x10),
+            orderId: o,
+            payer: addr(0xa1),
+            fill: fill(id(0x10), o, 30n, 9n, recipient),
+            quoteIndex: 2n,
+            quoteSetDigest: id(8),
+            fillDigest: id(9),
+          },
+          2n,
+        ),
+        logOf(
+          "Claimed",
+          {
+            fillId: id(0x10),
+            orderId: o,
+            recipient,
+            amountOut: 30n,
+            dex: 0,
+            toMargin: true,
+            refused: true,
+            secret: id(0x5),
+          },
+          3n,
+        ),
+        logOf(
+          "Paid",
+          {
+            fillId: id(0x20),
+            payer: addr(0xa1),
+            payee: addr(0xa2),
+            fill: fill(id(0x20), o, 1n, 9n, recipient),
+            fillDigest: id(10),
+          },
+          3n,
+        ),
+        logOf("PaymentClaimed", { fillId: id(0x20), payee: addr(0xa2), amountIn: 9n, secret: id(0x5) }, 4n),
+        logOf(
+          "OrderClosed",
+          {
+            orderId: o,
+            owner,
+            caller: owner,
+            amount: 70n,
+            dex: 0,
+            toMargin: false,
+            refused: false,
+            byOperator: false,
+            nonce: 77n,
+          },
+          4n,
+        ),
+        logOf("NonceInvalidated", { owner, nonce: 78n }, 4n),
+        logOf("OfferCreated", { id: 1n, owner, amount: 10n, refundAt: 99n }, 5n, LEGACY),
+        logOf("OfferReclaimed", { id: 1n, owner, amount: 10n }, 5n, LEGACY),
+      ]
+      const events = decodeLogs(logs, [ESCROW, LEGACY])
+      expect(events.length).toBe(logs.length)
+      const page = { venue, chainId: 1, fromBlock: 1n, toBlock: 5n, toHash: id(5), events }
+      expect(yield* ingestPage(page)).toBe(events.length)
+      const moved = yield* Effect.either(ingestPage(page))
+      expect(moved._tag === "Left" && moved.left._tag).toBe("CursorMoved")
+      const one = <A extends object>(q: Effect.Effect<ReadonlyArray<A>, unknown>) => Effect.map(q, (r) => r[0]!)
+      expect(
+        yield* one(
+          sql`select available::text, locked::text, owner, block_number::text from escrow_orders where venue = ${venue}`,
+        ),
+      ).toEqual({ available: "0", locked: "0", owner, block_number: "4" })
+      expect(
+        yield* one(sql`select balance::text from escrow_balances where venue = ${venue} and owner = ${recipient}`),
+      ).toEqual({
+        balance: "30",
+      })
+      expect(
+        yield* one(sql`select state, refused, secret, amount_out::text from escrow_locks where venue = ${venue}`),
+      ).toEqual({
+        state: "claimed",
+        refused: true,
+        secret: id(0x5),
+        amount_out: "30",
+      })
+      expect(yield* one(sql`select state, amount_in::text, payee from escrow_payments where venue = ${venue}`)).toEqual(
+        {
+          state: "claimed",
+          amount_in: "9",
+          payee: addr(0xa2),
+        },
+      )
+      const fills = yield* sql<{ side: string; quote_index: string | null; amount: string }>`
+        select side, quote_index::text, fill->>'amountOut' as amount from escrow_fills where venue = ${venue} order by side`
+      expect(fills).toEqual([
+        { side: "maker", quote_index: "2", amount: "30" },
+        { side: "taker", quote_index: null, amount: "1" },
+      ])
+      expect(
+        yield* sql`select nonce::text, reason from escrow_used_nonces where venue = ${venue} order by nonce`,
+      ).toEqual([
+        { nonce: "77", reason: "closed" },
+        { nonce: "78", reason: "invalidated" },
+      ])
+      expect(yield* one(sql`select amount::text, refused from escrow_closes where venue = ${venue}`)).toEqual({
+        amount: "70",
+        refused: false,
+      })
+      expect(yield* one(sql`select reclaimed, amount::text from legacy_offers where venue = ${venue}`)).toEqual({
+        reclaimed: true,
+        amount: "10",
+      })
+      const blocks = yield* sql<{
+        n: string
+      }>`select block_number::text as n from chain_blocks where venue = ${venue} order by 1`
+      expect(blocks.map((b) => b.n)).toEqual(["1", "2", "3", "4", "5"])
+      const args = yield* one(sql<{ a: string }>`
+        select args->'fill'->>'recipient' as a from escrow_events where venue = ${venue} and event = 'Locked'`)
+      expect(args.a).toBe(recipient)
+      const empty = { venue, chainId: 1, fromBlock: 6n, toBlock: 9n, toHash: id(9), events: [] }
+      expect(yield* ingestPage(empty)).toBe(0)
+      expect((yield* chainStatus(venue))!.indexedBlock).toBe(9n)
     }),
   )
 

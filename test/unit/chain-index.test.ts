@@ -1,16 +1,5 @@
 import fc from "fast-check"
-import {
-  type AbiEvent,
-  type Address,
-  encodeAbiParameters,
-  encodeEventTopics,
-  type Hex,
-  type Log,
-  numberToHex,
-  pad,
-  zeroAddress,
-  zeroHash,
-} from "viem"
+import { type Address, type Hex, type Log, zeroAddress, zeroHash } from "viem"
 import { describe, expect, it } from "vitest"
 import {
   applyEvents,
@@ -18,60 +7,11 @@ import {
   emptyState,
   type IndexedEvent,
   type IndexState,
-  indexedEventsAbi,
   indexedLiabilities,
   touchedKeys,
 } from "../../src/Chain/EscrowIndex.ts"
 import { firstMismatch } from "../../src/Chain/Integrity.ts"
-
-const ESCROW = "0x00000000000000000000000000000000000e5c40" as Address
-const LEGACY = "0x000000000000000000000000000000000001e6ac" as Address
-const OTHER = "0x0000000000000000000000000000000000000bad" as Address
-
-let logIndex = 0
-/** A raw log exactly as a node would return it for `eventName(args)` emitted by `address`. */
-const logOf = (eventName: string, args: Record<string, unknown>, block: bigint, address: Address = ESCROW): Log => {
-  const item = indexedEventsAbi.find((e) => e.name === eventName) as AbiEvent
-  const indexed = Object.fromEntries(item.inputs.filter((i) => i.indexed).map((i) => [i.name!, args[i.name!]]))
-  const rest = item.inputs.filter((i) => !i.indexed)
-  return {
-    address,
-    topics: encodeEventTopics({ abi: [item], eventName, args: indexed } as never) as [Hex, ...Array<Hex>],
-    data: encodeAbiParameters(
-      rest,
-      rest.map((i) => args[i.name!]),
-    ),
-    blockNumber: block,
-    blockHash: pad(numberToHex(block), { size: 32 }),
-    logIndex: logIndex++,
-    transactionHash: pad(numberToHex(1000n + BigInt(logIndex)), { size: 32 }),
-    transactionIndex: 0,
-    removed: false,
-  }
-}
-
-const id = (n: number): Hex => pad(numberToHex(n), { size: 32 })
-const addr = (n: number): Address => pad(numberToHex(n), { size: 20 })
-
-const fill = (fillId: Hex, orderId: Hex, amountOut: bigint, amountIn: bigint, recipient: Address) => ({
-  fillId,
-  orderId,
-  sequence: 1n,
-  makerChainId: 999n,
-  makerEscrow: ESCROW,
-  takerChainId: 42161n,
-  takerEscrow: ESCROW,
-  payer: addr(0xa1),
-  payee: addr(0xa2),
-  amountIn,
-  recipient,
-  amountOut,
-  dex: 0,
-  toMargin: true,
-  hashlock: id(0x5ec),
-  makerExpiry: 1_000n,
-  takerExpiry: 2_000n,
-})
+import { addr, ESCROW, fill, id, LEGACY, logOf, OTHER, resetLogIndex } from "../support/ChainLogs.ts"
 
 // ------------------------------------------------------------------ a model of the escrow's bookkeeping
 
@@ -446,7 +386,7 @@ describe("escrow index fold", () => {
         fc.integer({ min: 1, max: 17 }),
         fc.integer({ min: 1, max: 4 }),
         (ops, pageSize, perBlock) => {
-          logIndex = 0
+          resetLogIndex()
           const { model, logs } = run(ops, (i) => BigInt(1 + Math.floor(i / perBlock)))
           const state = ingestInPages(decodeLogs(logs, [ESCROW]), pageSize)
           for (const [k, o] of model.orders) {
