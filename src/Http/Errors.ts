@@ -90,6 +90,11 @@ export const NoLiquidity = define(
   422,
   "The live quotes cannot route this take (min_out not reachable within max_parts).",
 )
+export const PayerNotLinked = define(
+  "PAYER_NOT_LINKED",
+  422,
+  "The payer is not the account this master linked on the take's from venue.",
+)
 export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
 export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
 export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
@@ -130,6 +135,7 @@ export const ALL_ERRORS = [
   BelowMinimum,
   InsufficientBalance,
   NoLiquidity,
+  PayerNotLinked,
   VenueRefused,
   RateLimited,
   Internal,

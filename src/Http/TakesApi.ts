@@ -1,8 +1,23 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Amount, VenueId } from "../Domain/Primitives.ts"
-import { InvalidRequest, NotFound } from "./Errors.ts"
+import { Address, Amount, Timestamp, VenueId } from "../Domain/Primitives.ts"
+import { SignatureHex } from "./AuthApi.ts"
+import {
+  AccessRequired,
+  ChainUnavailable,
+  Forbidden,
+  InvalidRequest,
+  NoLiquidity,
+  NotFound,
+  PayerNotLinked,
+  SignatureInvalid,
+  SignatureMalformed,
+  SignatureMalleable,
+  StateConflict,
+} from "./Errors.ts"
+import { ClientId } from "./OrdersApi.ts"
 import { RequestBody } from "./RequestBody.ts"
+import { Authentication } from "./Security.ts"
 
 /** A quote exactly as the maker published and signed it (one entry of its quote set). */
 export const QuoteView = Schema.Struct({
@@ -34,9 +49,69 @@ export const TakePreview = Schema.Struct({
   total_out: Schema.String,
 }).annotations({ identifier: "TakePreview" })
 
+const TakeTransaction = Schema.Struct({
+  /** The escrow function: lock, pay, claim, claimPayment, cancelLock, refund, refundPayment. */
+  kind: Schema.String,
+  chain_id: Schema.Int,
+  hash: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  error: Schema.String,
+  at: Timestamp,
+}).annotations({ identifier: "TakeTransaction" })
+
+export const TakeFill = Schema.Struct({
+  fill_id: Schema.UUID,
+  order_id: Schema.String,
+  sequence: Schema.Int,
+  quote_index: Schema.Int,
+  amount_in: Schema.String,
+  amount_out: Schema.String,
+  payee: Schema.String,
+  hashlock: Schema.String,
+  maker_expiry: Schema.Int,
+  taker_expiry: Schema.Int,
+  state: Schema.String,
+  final: Schema.Boolean,
+  error: Schema.String,
+  transactions: Schema.Array(TakeTransaction),
+}).annotations({ identifier: "TakeFill" })
+
+export const Take = Schema.Struct({
+  id: Schema.UUID,
+  client_take_id: Schema.String,
+  from: Schema.String,
+  to: Schema.String,
+  amount_in: Schema.String,
+  min_out: Schema.String,
+  payer: Schema.String,
+  recipient: Schema.String,
+  max_parts: Schema.Int,
+  total_in: Schema.String,
+  total_out: Schema.String,
+  state: Schema.String,
+  final: Schema.Boolean,
+  pay_deadline: Timestamp,
+  signed_at: Schema.NullOr(Timestamp),
+  error: Schema.String,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  fills: Schema.Array(TakeFill),
+}).annotations({ identifier: "Take" })
+
+export const TakeSignItem = Schema.Struct({
+  kind: Schema.String,
+  signer: Schema.String,
+  typed_data: Schema.Unknown,
+  fill_id: Schema.optional(Schema.UUID),
+}).annotations({ identifier: "TakeSignItem" })
+
+export const TakeWithSignItems = Schema.Struct({ take: Take, to_sign: Schema.Array(TakeSignItem) }).annotations({
+  identifier: "TakeWithSignItems",
+})
+
 /**
  * Takes. The preview is public (a bearer, when sent, is not needed and not checked): it routes without committing
- * anything. The take itself (session only, with its own middleware) comes in a separate group.
+ * anything. The take routes carry the Authentication middleware per endpoint (session only).
  */
 export class TakesApi extends HttpApiGroup.make("takes")
   .add(
@@ -59,6 +134,84 @@ export class TakesApi extends HttpApiGroup.make("takes")
           "ceiling: limits.take_parts_max), each at least its quote's min_fill and at most limits.fill_max, within " +
           "each order's quotable and each set's quote_size. amount_out rounds down and amount_in is the least the " +
           "price accepts, so total_in may be below the request. Reserves nothing; no liquidity answers empty fills.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/v1/takes")
+      .setPayload(
+        RequestBody("CreateTakeRequest", {
+          client_take_id: ClientId,
+          from: VenueId,
+          to: VenueId,
+          amount_in: Amount,
+          min_out: Amount,
+          payer: Address,
+          recipient: Address,
+          max_parts: Schema.Int.pipe(Schema.between(1, 8)),
+        }),
+      )
+      .addSuccess(TakeWithSignItems)
+      .addError(Forbidden)
+      .addError(AccessRequired)
+      .addError(NotFound)
+      .addError(InvalidRequest)
+      .addError(StateConflict)
+      .addError(NoLiquidity)
+      .addError(PayerNotLinked)
+      .addError(ChainUnavailable)
+      .middleware(Authentication)
+      .annotate(
+        OpenApi.Description,
+        "Routes the take as the preview would, reserves the fills at once (they reduce the orders' quotable) and " +
+          "answers the take (state reserved) with `to_sign`: one EIP-2612 `permit` of the `from` token for total_in " +
+          "to the `from` escrow (deadline = pay_deadline), then one `margin_move` per fill (the taker's Fill, with " +
+          "fill_id). `payer` must be this master's linked account on `from` (else PAYER_NOT_LINKED); `recipient` " +
+          "receives on `to`, into margin. min_out not reachable within max_parts: NO_LIQUIDITY, nothing reserved. " +
+          "Sign within limits.pay_window_seconds or the reservations release and the take expires. The same " +
+          "client_take_id with the same parameters answers the same take and to_sign; other parameters 409 " +
+          "STATE_CONFLICT.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.post("sign", "/v1/takes/:id/signatures")
+      .setPath(Schema.Struct({ id: Schema.UUID }))
+      .setPayload(
+        RequestBody("TakeSignaturesRequest", {
+          permit: SignatureHex,
+          fills: Schema.Array(RequestBody("FillSignature", { fill_id: Schema.UUID, signature: SignatureHex })).pipe(
+            Schema.minItems(1),
+            Schema.maxItems(8),
+          ),
+        }),
+      )
+      .addSuccess(TakeWithSignItems)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(InvalidRequest)
+      .addError(StateConflict)
+      .addError(SignatureMalformed)
+      .addError(SignatureMalleable)
+      .addError(SignatureInvalid)
+      .middleware(Authentication)
+      .annotate(
+        OpenApi.Description,
+        "The payer's signatures of `to_sign`: `permit` and one entry per fill {fill_id, signature} (every fill " +
+          "exactly once), 65-byte low-s ECDSA signatures by the payer. Accepted while the take is reserved and its " +
+          "pay window is open: the take and its fills go signed and settlement starts. The same signatures again " +
+          "answer the same take (200). After pay_deadline (or once the take ended otherwise): 409 STATE_CONFLICT.",
+      ),
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/takes/:id")
+      .setPath(Schema.Struct({ id: Schema.UUID }))
+      .addSuccess(TakeWithSignItems)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .middleware(Authentication)
+      .annotate(
+        OpenApi.Description,
+        "The take, each fill's state and transactions, and the original `to_sign` (recovery: check state and " +
+          "pay_deadline before signing again). Another master's take is 404. Answers x-event-cursor.",
       ),
   )
   .annotate(OpenApi.Title, "Takes") {}

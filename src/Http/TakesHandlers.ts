@@ -1,13 +1,81 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either, Option } from "effect"
+import { type Address, type Hex, verifyTypedData } from "viem"
 import { AppConfig } from "../Config.ts"
+import { canonicalSignature } from "../Domain/Signature.ts"
+import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { routeTake, type TakeCandidate } from "../Domain/TakeRouter.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "../Store/QuoteCandidates.ts"
+import { createTake } from "../Store/TakeCreate.ts"
+import type { TakeCreateError } from "../Store/TakeErrors.ts"
+import { signTake } from "../Store/Takes.ts"
+import { type TakeSignItem, type TakeWithSignItems, takeOwnedBy } from "../Store/TakeView.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import { apiError, InvalidRequest, NotFound } from "./Errors.ts"
+import {
+  apiError,
+  ChainUnavailable,
+  type Envelope,
+  InvalidRequest,
+  NoLiquidity,
+  NotFound,
+  PayerNotLinked,
+  SignatureInvalid,
+  SignatureMalformed,
+  StateConflict,
+} from "./Errors.ts"
+import { requireAccess, requireSession } from "./Guards.ts"
+import { shapeFailure } from "./SignatureFailure.ts"
 
 const candidateKey = (orderId: string, sequence: bigint | string, quoteIndex: number) =>
   `${orderId}/${sequence}/${quoteIndex}`
+
+/** createTake's refusals as the API's codes (POST /v1/takes; transfers may reuse it). */
+export const takeFailure = (
+  e: TakeCreateError,
+): Effect.Effect<
+  never,
+  Envelope<
+    "INVALID_REQUEST" | "NOT_FOUND" | "STATE_CONFLICT" | "PAYER_NOT_LINKED" | "NO_LIQUIDITY" | "CHAIN_UNAVAILABLE"
+  >
+> => {
+  switch (e._tag) {
+    case "TakeInvalid":
+      return apiError(InvalidRequest, e.message)
+    case "TakeVenueUnknown":
+      return apiError(NotFound, `unknown venue ${e.venue}`)
+    case "TakeConflict":
+      return apiError(StateConflict, "client_take_id was used with other parameters")
+    case "TakePayerNotLinked":
+      return apiError(PayerNotLinked, `payer is not your linked account on ${e.venue}`)
+    case "TakeNoLiquidity":
+      return apiError(NoLiquidity, e.message)
+    case "TakeChainUnavailable":
+      return apiError(ChainUnavailable, "the from chain's node did not answer; retry", true)
+  }
+}
+
+const wire = (v: TakeWithSignItems) => ({ take: v.take, to_sign: v.toSign })
+
+/** The session's own take, or 404. */
+const ownTake = (id: string, master: string) =>
+  Effect.flatMap(takeOwnedBy(id.toLowerCase(), master).pipe(Effect.orDie), (v) =>
+    Option.isSome(v) ? Effect.succeed(v.value) : apiError(NotFound, "no such take"),
+  )
+
+/** A 65-byte low-s signature in canonical form (v 27/28), or the shape error as the API answers it. */
+const canonical = (signature: string) =>
+  Effect.gen(function* () {
+    const kind = yield* checkSignatureShape(signature).pipe(Effect.catchAll(shapeFailure))
+    if (kind !== "eoa") return yield* apiError(SignatureMalformed, "a 65-byte r||s||v signature is required")
+    const c = canonicalSignature(signature as Hex)
+    return Either.isRight(c) ? c.right : yield* apiError(SignatureMalformed, c.left.message)
+  })
+
+const signedBy = (item: TakeSignItem, signer: string, signature: Hex) =>
+  Effect.promise(() =>
+    verifyTypedData({ ...item.typed_data, address: signer as Address, signature }).catch(() => false),
+  )
 
 export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
   Effect.gen(function* () {
@@ -15,53 +83,128 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
     const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
     const fillMax = BigInt(deployment.limits.fill_max)
     const partsMax = deployment.limits.take_parts_max
-    return handlers.handle("preview", ({ payload }) =>
-      Effect.gen(function* () {
-        const from = venueOf(payload.from)
-        const to = venueOf(payload.to)
-        if (!from) return yield* apiError(NotFound, `unknown venue ${payload.from}`)
-        if (!to) return yield* apiError(NotFound, `unknown venue ${payload.to}`)
-        if (from.id === to.id) return yield* apiError(InvalidRequest, "from and to must be different venues")
-        const amountIn = BigInt(payload.amount_in)
-        if (amountIn === 0n) return yield* apiError(InvalidRequest, "amount_in must be positive")
-        const rows = yield* loadQuoteCandidates({
-          from: { id: from.id, chainId: from.chain_id, token: from.token },
-          to: to.id,
-          lockCutoffSeconds: deployment.settlement.lock_cutoff_seconds,
-        }).pipe(Effect.orDie)
-        const byKey = new Map<string, QuoteCandidateRow>()
-        const candidates: Array<TakeCandidate> = []
-        for (const row of rows) {
-          const candidate = toTakeCandidate(row)
-          if (candidate === undefined) continue
-          byKey.set(candidateKey(row.order_id, row.sequence, row.quote_index), row)
-          candidates.push(candidate)
-        }
-        const route = routeTake({
-          amountIn,
-          candidates,
-          maxParts: Math.min(payload.max_parts ?? partsMax, partsMax),
-          fillMax,
-        })
-        return {
-          from: from.id,
-          to: to.id,
-          amount_in: amountIn.toString(),
-          fills: route.fills.map((f) => {
-            const row = byKey.get(candidateKey(f.orderId, f.sequence, f.quoteIndex))!
-            return {
-              order_id: f.orderId,
-              quote: row.quote,
-              quote_index: f.quoteIndex,
-              sequence: Number(f.sequence),
-              amount_in: f.amountIn.toString(),
-              amount_out: f.amountOut.toString(),
+    return handlers
+      .handle("preview", ({ payload }) =>
+        Effect.gen(function* () {
+          const from = venueOf(payload.from)
+          const to = venueOf(payload.to)
+          if (!from) return yield* apiError(NotFound, `unknown venue ${payload.from}`)
+          if (!to) return yield* apiError(NotFound, `unknown venue ${payload.to}`)
+          if (from.id === to.id) return yield* apiError(InvalidRequest, "from and to must be different venues")
+          const amountIn = BigInt(payload.amount_in)
+          if (amountIn === 0n) return yield* apiError(InvalidRequest, "amount_in must be positive")
+          const rows = yield* loadQuoteCandidates({
+            from: { id: from.id, chainId: from.chain_id, token: from.token },
+            to: to.id,
+            lockCutoffSeconds: deployment.settlement.lock_cutoff_seconds,
+          }).pipe(Effect.orDie)
+          const byKey = new Map<string, QuoteCandidateRow>()
+          const candidates: Array<TakeCandidate> = []
+          for (const row of rows) {
+            const candidate = toTakeCandidate(row)
+            if (candidate === undefined) continue
+            byKey.set(candidateKey(row.order_id, row.sequence, row.quote_index), row)
+            candidates.push(candidate)
+          }
+          const route = routeTake({
+            amountIn,
+            candidates,
+            maxParts: Math.min(payload.max_parts ?? partsMax, partsMax),
+            fillMax,
+          })
+          return {
+            from: from.id,
+            to: to.id,
+            amount_in: amountIn.toString(),
+            fills: route.fills.map((f) => {
+              const row = byKey.get(candidateKey(f.orderId, f.sequence, f.quoteIndex))!
+              return {
+                order_id: f.orderId,
+                quote: row.quote,
+                quote_index: f.quoteIndex,
+                sequence: Number(f.sequence),
+                amount_in: f.amountIn.toString(),
+                amount_out: f.amountOut.toString(),
+              }
+            }),
+            total_in: route.totalIn.toString(),
+            total_out: route.totalOut.toString(),
+          }
+        }),
+      )
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* requireAccess(session.master)
+          const out = yield* createTake({
+            master: session.master,
+            clientTakeId: payload.client_take_id,
+            from: payload.from,
+            to: payload.to,
+            amountIn: BigInt(payload.amount_in),
+            minOut: BigInt(payload.min_out),
+            payer: payload.payer,
+            recipient: payload.recipient,
+            maxParts: payload.max_parts,
+          }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
+          return wire(out)
+        }),
+      )
+      .handle("sign", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          const view = yield* ownTake(path.id, session.master)
+          if (view.take.signed_at === null && view.take.state !== "reserved") {
+            return yield* apiError(StateConflict, `the take is ${view.take.state}; create a new take`)
+          }
+          const payer = view.take.payer
+          const permitItem = view.toSign.find((i) => i.kind === "permit")!
+          const moves = view.toSign.filter((i) => i.kind === "margin_move")
+          const given = new Map<string, string>()
+          for (const f of payload.fills) {
+            const id = f.fill_id.toLowerCase()
+            if (given.has(id)) return yield* apiError(InvalidRequest, `fill ${id} is given twice`)
+            given.set(id, f.signature)
+          }
+          if (given.size !== moves.length || moves.some((m) => !given.has(m.fill_id!))) {
+            return yield* apiError(InvalidRequest, "give exactly one signature for every fill_id of the take's to_sign")
+          }
+          const permit = yield* canonical(payload.permit)
+          if (!(yield* signedBy(permitItem, payer, permit))) {
+            return yield* apiError(SignatureInvalid, "the permit is not signed by the payer")
+          }
+          const fills = new Map<string, string>()
+          for (const move of moves) {
+            const signature = yield* canonical(given.get(move.fill_id!)!)
+            if (!(yield* signedBy(move, payer, signature))) {
+              return yield* apiError(SignatureInvalid, `the Fill of ${move.fill_id} is not signed by the payer`)
             }
-          }),
-          total_in: route.totalIn.toString(),
-          total_out: route.totalOut.toString(),
-        }
-      }),
-    )
+            fills.set(move.fill_id!, signature)
+          }
+          const outcome = yield* signTake({
+            takeId: view.take.id,
+            master: session.master,
+            permitSignature: permit,
+            fillSignatures: fills,
+          }).pipe(Effect.orDie)
+          if (outcome._tag === "Missing") return yield* apiError(NotFound, "no such take")
+          if (outcome._tag === "Closed") {
+            return yield* apiError(
+              StateConflict,
+              outcome.state === "expired"
+                ? "the take's pay window has passed; create a new take"
+                : `the take is ${outcome.state}`,
+            )
+          }
+          return wire(yield* ownTake(view.take.id, session.master))
+        }),
+      )
+      .handle("get", ({ path }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* snapshotCursor
+          return wire(yield* ownTake(path.id, session.master))
+        }),
+      )
   }),
 )

@@ -3,23 +3,36 @@ import { Effect } from "effect"
 import type { TakeCandidate } from "../Domain/TakeRouter.ts"
 
 /**
- * HOOK for reservations (takes). Two relations, both keyed by (order_id, sequence), empty until takes reserve fills:
+ * Reservations by takes (src/Store/TakeCreate.ts), two relations keyed by (order_id, sequence):
  *
- * - `reserved_unindexed (order_id, sequence, amount)`: Σ amountOut of fills reserved by takes that the escrow
- *   index does not show as locked yet (reserved, lock submitted, lock not final). `escrow_orders.available` already
- *   excludes final locks, so only these are subtracted from the order's quotable (summed over every sequence).
- * - `set_used (order_id, sequence, amount)`: Σ amountOut counted against that set's quote_size: every fill under
- *   (order, sequence) that is reserved, locked or claimed, i.e. not released by refund/cancelLock/expiry. It mirrors
- *   the escrow's `filledOut[order][sequence]` (which `refund`/`cancelLock` give back) plus reservations.
- *
- * Replace the bodies (keep the names and columns) when the reservations/fills tables exist.
+ * - `reserved_unindexed (order_id, sequence, amount)`: Σ amountOut of open fills (not final) whose lock the escrow
+ *   index does not hold yet. `escrow_orders.available` (final head) already excludes indexed locks, so only these
+ *   are subtracted from the order's quotable. A fill of a take still `reserved` (unsigned) counts only while its
+ *   take's `pay_deadline` is in the future (database time): the release is immediate, whether or not a sweep has
+ *   marked it expired yet. The lock row and `escrow_orders` are written by the watcher in one transaction, so a
+ *   fill moves from this sum into `available` atomically.
+ * - `set_used (order_id, sequence, amount)`: Σ amountOut counted against the set's quote_size, mirroring the
+ *   escrow's `filledOut[order][sequence]`: an indexed lock counts while it is `locked` or `claimed` (refund and
+ *   cancelLock give it back); a fill without an indexed lock counts while it is a live reservation as above. Only
+ *   active sets are looked at (a superseded set quotes nothing), which keeps the sum small.
  */
 export const RESERVATIONS_CTE = `
   reserved_unindexed (order_id, sequence, amount) as (
-    select null::varchar(66), null::bigint, null::numeric(78, 0) where false
+    select f.order_id, f.sequence, f.amount_out
+    from fills f join takes t on t.id = f.take_id
+    where not f.final
+      and (f.state <> 'reserved' or t.pay_deadline > now())
+      and not exists (select 1 from escrow_locks l where l.venue = f.maker_venue and l.fill_id = f.fill_key)
   ),
   set_used (order_id, sequence, amount) as (
-    select null::varchar(66), null::bigint, null::numeric(78, 0) where false
+    select f.order_id, f.sequence, f.amount_out
+    from quote_sets a
+    join fills f on f.order_id = a.order_id and f.sequence = a.sequence and (not f.final or f.state = 'settled')
+    join takes t on t.id = f.take_id
+    left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
+    where a.active
+      and case when l.fill_id is not null then l.state in ('locked', 'claimed')
+               else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
   )`
 
 /** One quote of an admissible set, as stored (the quote object is what the maker signed, as published). */
@@ -68,10 +81,8 @@ export interface CandidateQuery {
  * configured now) is one candidate, with its index in the signed set. Orders without an escrow index row have
  * nothing quotable and are left out.
  */
-export const loadQuoteCandidates = (q: CandidateQuery) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql<QuoteCandidateRow>`
+const candidates = (sql: SqlClient.SqlClient, q: CandidateQuery, lock: boolean) =>
+  sql<QuoteCandidateRow>`
       with ${sql.unsafe(RESERVATIONS_CTE)},
       order_reserved as (
         select order_id, sum(amount) as amount from reserved_unindexed group by order_id
@@ -105,8 +116,23 @@ export const loadQuoteCandidates = (q: CandidateQuery) =>
         and q.quote ->> 'chain_id' = ${String(q.from.chainId)}
         and lower(q.quote ->> 'token') = ${q.from.token.toLowerCase()}
       order by o.id, s.sequence, q.ordinality
-      ${q.forUpdate === true ? sql.unsafe("for update of o") : sql.unsafe("")}`,
-  )
+      ${lock ? sql.unsafe("for update of o") : sql.unsafe("")}`
+
+/**
+ * With `forUpdate`, two statements: the first locks the candidates' order rows (in order id order, so concurrent
+ * takes cannot deadlock on them); the second reads the amounts again. Under READ COMMITTED each statement has its own
+ * snapshot, and the first one's sums may predate a take that held the locks and committed while we waited; the
+ * second sees it. Rows of orders the first statement did not lock (a set published in between) are left out.
+ */
+export const loadQuoteCandidates = (q: CandidateQuery) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    if (q.forUpdate !== true) return candidates(sql, q, false)
+    return Effect.gen(function* () {
+      const locked = new Set((yield* candidates(sql, q, true)).map((r) => r.order_id))
+      const fresh = yield* candidates(sql, q, false)
+      return fresh.filter((r) => locked.has(r.order_id))
+    })
+  })
 
 const AMOUNT = /^[0-9]{1,78}$/
 
