@@ -49,6 +49,7 @@ export const EVENT_CURSOR_ROUTES: ReadonlyArray<string> = [
   "/v1/escrow",
   "/v1/withdrawals/history",
   "/v1/withdrawals/{id}",
+  "/v1/takes/{id}",
   "/v1/trades",
   "/v1/trades/history",
 ]

@@ -126,6 +126,25 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   },
   "POST /v1/closes": { kind: "session", body: { venue: "hyperliquid", order_id: anyOrder } },
   "POST /v1/takes/preview": { kind: "public", body: { from: "aster", to: "hyperliquid", amount_in: "1000000" } },
+  "POST /v1/takes": {
+    kind: "session",
+    body: {
+      client_take_id: "matrix-1",
+      from: "aster",
+      to: "hyperliquid",
+      amount_in: "1000000",
+      min_out: "1",
+      payer: someone,
+      recipient: someone,
+      max_parts: 8,
+    },
+  },
+  "POST /v1/takes/:id/signatures": {
+    kind: "session",
+    path: `/v1/takes/${anyUuid}/signatures`,
+    body: { permit: `0x${"11".repeat(65)}`, fills: [{ fill_id: anyUuid, signature: `0x${"11".repeat(65)}` }] },
+  },
+  "GET /v1/takes/:id": { kind: "session", path: `/v1/takes/${anyUuid}` },
   "GET /v1/trades": { kind: "public", path: "/v1/trades?a=aster&b=hyperliquid" },
   // scope=all (the default) is public and ignores any bearer; scope=mine (session only) is covered in trades.test.ts.
   "GET /v1/trades/history": { kind: "public" },
