@@ -116,6 +116,11 @@ export const createTake = (input: CreateTakeInput) =>
     const before = yield* findTakeByClientId(input.master, input.clientTakeId)
     if (Option.isSome(before)) return yield* existing(before.value, input)
 
+    // Checked again under a share lock in the transaction; here first so a refusal needs no chain read.
+    const linkedNow = yield* sql`
+      select 1 from linked_accounts where master = ${input.master} and venue = ${from.id} and address = ${payer}`
+    if (linkedNow.length === 0) return yield* new TakePayerNotLinked({ venue: from.id, payer })
+
     const client = (yield* ChainClients).venue(from.id)
     if (!client) return yield* new TakeChainUnavailable({ message: `no node for ${from.id}` })
     const permit = yield* readPermitContext(client, from.token, payer).pipe(
