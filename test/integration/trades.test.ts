@@ -6,14 +6,26 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer } from "effect"
+import type { Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { sweepSettlement } from "../../actors/Settlement.ts"
+import { runTxRelayer } from "../../actors/TxRelayer.ts"
+import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
+import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
+import { AppConfig } from "../../src/Config.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { EVENT_CURSOR_ROUTES } from "../../src/Http/Api.ts"
+import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { bearer, signIn } from "../support/SignIn.ts"
-import { baseUrl } from "../support/TestServer.ts"
+import { makerOrder, plainOpen, plainSeal, signedTake } from "../support/Takes.ts"
+import { testAppConfig } from "../support/TestConfig.ts"
+import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
 import { insertTrade, type ProofJson, signTrade, verifyTradeProofOffline } from "../support/TradeFixtures.ts"
 
@@ -335,6 +347,138 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("trades", (it
         const answer = yield* get(`${base}${concrete}`, token)
         expect(answer.status, `${path} ${answer.text.slice(0, 200)}`).toBe(200)
         expect(answer.headers["x-event-cursor"], path).toMatch(/^[0-9]+$/)
+      }
+    }),
+  )
+})
+
+// ------------------------------------------------------------------ a real take, settled on two devnet chains
+
+const OPERATOR = 9
+const FUNDER = account(8)
+const PAYER = account(3)
+const fast = {
+  watcher: { poll_ms: 100, confirmations: 2, integrity_interval_seconds: 3600 },
+  relayer: { poll_ms: 100 },
+}
+const entry = (c: TestChain, id: string) => {
+  const { legacy_escrow: _legacy, ...v } = venueEntry(c, id, fast)
+  return v
+}
+class Chains extends Context.Tag("test/TradesChains")<Chains, { hl: TestChain; aster: TestChain }>() {}
+
+/** Hyperliquid-like 999 (makers) and Aster-like 42161 (takers), real watchers and relayers, a block every 250 ms. */
+const DevnetLive = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const chain = (chainId: number, kind: "hyperliquid" | "aster") =>
+      Effect.acquireRelease(
+        Effect.promise(() => startTestChain({ chainId, kind })),
+        (c) => Effect.promise(() => c.anvil.stop()),
+      )
+    const [hlChain, asterChain] = yield* Effect.all([chain(999, "hyperliquid"), chain(42161, "aster")], {
+      concurrency: 2,
+    })
+    const config = testAppConfig({
+      venues: [entry(hlChain, "hyperliquid"), entry(asterChain, "aster")],
+      auth: { rpc_urls: [hlChain.anvil.rpcUrl] },
+      operator_key: key(OPERATOR),
+    })
+    const base = Layer.mergeAll(TestHttpLive, ChainClients.Live, FaultPoint.Noop, Relayer.Live).pipe(
+      Layer.provideMerge(TestDatabaseLive),
+      Layer.provideMerge(config),
+    )
+    const actors = Effect.gen(function* () {
+      const { deployment } = yield* AppConfig
+      for (const v of deployment.venues) {
+        yield* Effect.forkScoped(runVenueWatcher(v))
+        yield* Effect.forkScoped(runTxRelayer(v))
+      }
+      yield* Effect.forkScoped(
+        Effect.promise(() => Promise.all([hlChain.test.mine({ blocks: 1 }), asterChain.test.mine({ blocks: 1 })])).pipe(
+          Effect.zipRight(Effect.sleep("250 millis")),
+          Effect.forever,
+        ),
+      )
+      return { hl: hlChain, aster: asterChain }
+    })
+    return Layer.scoped(Chains, actors).pipe(Layer.provideMerge(base))
+  }),
+)
+
+layer(DevnetLive, { timeout: "300 seconds", excludeTestServices: true })("trades on devnet", (it) => {
+  it.effect("a take settled on chain reads back in history with a proof that verifies offline", () =>
+    Effect.gen(function* () {
+      const { hl: maker, aster: taker } = yield* Chains
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const order = yield* makerOrder(maker, taker, {
+        owner: account(1),
+        signer: fresh(),
+        relayer: FUNDER,
+        operator: account(OPERATOR).address,
+        payee: fresh().address,
+        amount: 5_000_000n,
+        supply: 99n,
+        receive: 100n,
+        makerVenue: "hyperliquid",
+        takerVenue: "aster",
+      })
+      const recipient = fresh()
+      const t = yield* signedTake(maker, taker, {
+        payer: PAYER,
+        recipient: recipient.address,
+        parts: [{ order, amountIn: 1_000_000n, amountOut: 990_000n }],
+        makerVenue: "hyperliquid",
+        takerVenue: "aster",
+        sealSecret: plainSeal,
+      })
+      const fillId = t.fills[0]!.id
+      // Settle (the sweep as the Settlement actor runs it), then wait until the index holds every claim.
+      for (let i = 0; ; i++) {
+        yield* sweepSettlement((f) => Effect.succeed(plainOpen(f.secret_ciphertext)))
+        const [row] = yield* sql<{ state: string; indexed: string }>`
+          select f.state, (select count(*) from escrow_events e where e.args ->> 'fillId' = lower(f.fill_key)
+            and e.event in ('Locked', 'Paid', 'Claimed', 'PaymentClaimed'))::text as indexed
+          from fills f where f.id = ${fillId}`
+        if (row?.state === "settled" && row.indexed === "4") break
+        if (i > 400 || ["failed", "cancelled", "refunded"].includes(row?.state ?? "")) {
+          return yield* Effect.dieMessage(`fill did not settle: ${JSON.stringify(row)}`)
+        }
+        yield* Effect.sleep("200 millis")
+      }
+
+      const recent = yield* get(`${base}/v1/trades?a=hyperliquid&b=aster`)
+      expect((recent.json as { trades: Array<{ id: string; from: string }> }).trades[0]).toMatchObject({
+        id: fillId,
+        from: "aster",
+        amount_in: "1000000",
+        amount_out: "990000",
+      })
+      for (const query of ["", "?a=aster&b=hyperliquid"]) {
+        const res = yield* get(`${base}/v1/trades/history${query}`)
+        expect(res.status, res.text).toBe(200)
+        const item = (res.json as Page).data.find((x) => x.id === fillId)!
+        expect(item).toMatchObject({ from: "aster", to: "hyperliquid", order_id: order.orderId })
+        expect(yield* Effect.promise(() => verifyTradeProofOffline(item, item.proof))).toEqual([])
+        expect(item.proof.secret).toBe(t.fills[0]!.secret)
+        // Every transaction is real: its receipt on the named chain has the same block and succeeded.
+        expect(item.proof.transactions.map((x) => [x.kind, x.chain_id])).toEqual([
+          ["lock", 999],
+          ["pay", 42161],
+          ["claim", 999],
+          ["claim_payment", 42161],
+        ])
+        for (const tx of item.proof.transactions) {
+          const chain = tx.chain_id === 999 ? maker : taker
+          const receipt = yield* Effect.promise(() => chain.pub.getTransactionReceipt({ hash: tx.hash as Hex }))
+          expect([receipt.status, Number(receipt.blockNumber)]).toEqual(["success", tx.block_number])
+        }
+      }
+      // The taker (payer's master) and the maker see it under scope=mine.
+      for (const who of [PAYER, account(1)]) {
+        const token = yield* signIn(base, who)
+        const mine = yield* walk(base, "scope=mine", token)
+        expect(mine.map((x) => x.id)).toContain(fillId)
       }
     }),
   )
