@@ -9,6 +9,7 @@ import { MakersApi } from "./MakersApi.ts"
 import { MarketApi } from "./MarketApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
 import { TakesApi } from "./TakesApi.ts"
+import { TransfersApi } from "./TransfersApi.ts"
 import { WithdrawalsApi } from "./WithdrawalsApi.ts"
 
 /**
@@ -27,6 +28,7 @@ export class Api extends HttpApi.make("settlement")
   .add(EscrowApi)
   .add(WithdrawalsApi)
   .add(TakesApi)
+  .add(TransfersApi)
   .add(MarketApi)
   .addError(InvalidRequest)
   .addError(NotFound)
@@ -49,6 +51,7 @@ export const EVENT_CURSOR_ROUTES: ReadonlyArray<string> = [
   "/v1/escrow",
   "/v1/withdrawals/history",
   "/v1/withdrawals/{id}",
+  "/v1/takes/{id}",
   "/v1/takes/{id}",
   "/v1/trades",
   "/v1/trades/history",
