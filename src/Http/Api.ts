@@ -9,7 +9,6 @@ import { MakersApi } from "./MakersApi.ts"
 import { MarketApi } from "./MarketApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
 import { TakesApi } from "./TakesApi.ts"
-import { TransfersApi } from "./TransfersApi.ts"
 import { WithdrawalsApi } from "./WithdrawalsApi.ts"
 
 /**
@@ -28,7 +27,6 @@ export class Api extends HttpApi.make("settlement")
   .add(EscrowApi)
   .add(WithdrawalsApi)
   .add(TakesApi)
-  .add(TransfersApi)
   .add(MarketApi)
   .addError(InvalidRequest)
   .addError(NotFound)
@@ -51,7 +49,6 @@ export const EVENT_CURSOR_ROUTES: ReadonlyArray<string> = [
   "/v1/escrow",
   "/v1/withdrawals/history",
   "/v1/withdrawals/{id}",
-  "/v1/takes/{id}",
   "/v1/takes/{id}",
   "/v1/trades",
   "/v1/trades/history",
