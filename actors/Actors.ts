@@ -3,6 +3,7 @@ import { CloseQueueLive } from "./CloseQueue.ts"
 import { JournalPublisherLive } from "./JournalPublisher.ts"
 import { LeaseKeeperLive } from "./LeaseKeeper.ts"
 import { OrderFundingLive } from "./OrderFunding.ts"
+import { TransferDeskLive } from "./TransferDesk.ts"
 import { TxRelayersLive } from "./TxRelayer.ts"
 import { VenueWatchersLive } from "./VenueWatcher.ts"
 import { WithdrawalDeskLive } from "./WithdrawalDesk.ts"
@@ -16,4 +17,5 @@ export const ActorsLive = Layer.mergeAll(
   TxRelayersLive,
   WithdrawalDeskLive,
   CloseQueueLive,
+  TransferDeskLive,
 )

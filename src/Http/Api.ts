@@ -9,6 +9,7 @@ import { MakersApi } from "./MakersApi.ts"
 import { MarketApi } from "./MarketApi.ts"
 import { OrdersApi } from "./OrdersApi.ts"
 import { TakesApi } from "./TakesApi.ts"
+import { TransfersApi } from "./TransfersApi.ts"
 import { WithdrawalsApi } from "./WithdrawalsApi.ts"
 
 /**
@@ -27,6 +28,7 @@ export class Api extends HttpApi.make("settlement")
   .add(EscrowApi)
   .add(WithdrawalsApi)
   .add(TakesApi)
+  .add(TransfersApi)
   .add(MarketApi)
   .addError(InvalidRequest)
   .addError(NotFound)
@@ -52,6 +54,7 @@ export const EVENT_CURSOR_ROUTES: ReadonlyArray<string> = [
   "/v1/takes/{id}",
   "/v1/trades",
   "/v1/trades/history",
+  "/v1/transfers",
 ]
 
 /** Declares the `x-event-cursor` header on the 200 response of every EVENT_CURSOR_ROUTES GET. */

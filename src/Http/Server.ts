@@ -25,6 +25,7 @@ import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
 import { TakesHandlers } from "./TakesHandlers.ts"
+import { TransfersHandlers } from "./TransfersHandlers.ts"
 import { WithdrawalsHandlers } from "./WithdrawalsHandlers.ts"
 
 /** Every group's handlers; tests add a probe group to the same API id on top of these. */
@@ -39,6 +40,7 @@ export const HandlersLive = Layer.mergeAll(
   WithdrawalsHandlers,
   EscrowHandlers,
   TakesHandlers,
+  TransfersHandlers,
   MarketHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),

@@ -145,6 +145,19 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
     body: { permit: `0x${"11".repeat(65)}`, fills: [{ fill_id: anyUuid, signature: `0x${"11".repeat(65)}` }] },
   },
   "GET /v1/takes/:id": { kind: "session", path: `/v1/takes/${anyUuid}` },
+  "POST /v1/transfers": {
+    kind: "session",
+    body: {
+      from: "aster",
+      to: "hyperliquid",
+      amount_in: "1000000",
+      min_out: "1",
+      payer: someone,
+      recipient: someone,
+    },
+  },
+  "GET /v1/transfers": { kind: "session" },
+  "POST /v1/transfers/:id/cancel": { kind: "session", path: `/v1/transfers/${anyUuid}/cancel` },
   "GET /v1/trades": { kind: "public", path: "/v1/trades?a=aster&b=hyperliquid" },
   // scope=all (the default) is public and ignores any bearer; scope=mine (session only) is covered in trades.test.ts.
   "GET /v1/trades/history": { kind: "public" },
