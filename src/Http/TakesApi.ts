@@ -164,7 +164,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
         OpenApi.Description,
         "Routes the take as the preview would, reserves the fills at once (they reduce the orders' quotable) and " +
           "answers the take (state reserved) with `to_sign`: one EIP-2612 `permit` of the `from` token for total_in " +
-          "to the `from` escrow (deadline = pay_deadline), then one `margin_move` per fill (the taker's Fill, with " +
+          "to the `from` escrow (deadline = the fills' maker_expiry), then one `margin_move` per fill (the taker's Fill, with " +
           "fill_id). `payer` must be this master's linked account on `from` (else PAYER_NOT_LINKED); `recipient` " +
           "receives on `to`, into margin. min_out not reachable within max_parts: NO_LIQUIDITY, nothing reserved. " +
           "Sign within limits.pay_window_seconds or the reservations release and the take expires. The same " +

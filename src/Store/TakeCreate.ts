@@ -72,7 +72,8 @@ const existing = (row: TakeRow, input: CreateTakeInput) =>
  * `take.created` is journaled for the master.
  *
  * Times come from the database clock (`now()` of the transaction), whole seconds:
- * - pay_deadline = now + limits.pay_window_seconds (the permit's deadline; unsigned reservations release then);
+ * - pay_deadline = now + limits.pay_window_seconds (signatures are accepted until then; unsigned reservations
+ *   release then);
  * - makerExpiry = pay_deadline + settlement.maker_timeout_seconds (the lock can be made until the pay deadline and
  *   then has the full maker timeout);
  * - takerExpiry = makerExpiry + max(taker_timeout − maker_timeout, reveal_cutoff_seconds). The escrows require
@@ -81,8 +82,10 @@ const existing = (row: TakeRow, input: CreateTakeInput) =>
  * Payout: dex 0 (perps) and toMargin true: the `to` escrow deposits through its margin router and credits the
  * recipient's zero-id balance when the venue refuses, so margin is always the right request.
  *
- * The permit (EIP-2612 on the `from` token, spender the `from` escrow, value Σ amountIn, deadline pay_deadline)
- * uses the payer's permit nonce read from the chain before the transaction (TakeChainUnavailable when the node
+ * The permit (EIP-2612 on the `from` token, spender the `from` escrow, value Σ amountIn) has deadline makerExpiry,
+ * not pay_deadline: it is spent by the first `pay`, which comes only after that fill's lock is final and may
+ * legitimately happen after pay_deadline (a take signed at the end of its window); the escrow refuses `pay` from
+ * makerExpiry on anyway, and pulls only with the payer's signed Fill. It uses the payer's permit nonce read from the chain before the transaction (TakeChainUnavailable when the node
  * fails). A permit still unused by an earlier take has the same nonce: the escrow tolerates a consumed permit by
  * checking the allowance.
  */
@@ -194,7 +197,7 @@ export const createTake = (input: CreateTakeInput) =>
                 spender: from.escrow,
                 value: route.totalIn,
                 nonce: permit.nonce,
-                deadline: payDeadline,
+                deadline: makerExpiry,
               }),
             ),
           },

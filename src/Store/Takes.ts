@@ -28,7 +28,7 @@ export interface TakeRow {
   /** Effective state (see above). */
   readonly state: string
   readonly pay_deadline: Date
-  /** Unix seconds of pay_deadline (the permit's deadline). */
+  /** Unix seconds of pay_deadline. */
   readonly pay_deadline_seconds: string
   readonly to_sign: ReadonlyArray<unknown>
   readonly permit_signature: string | null

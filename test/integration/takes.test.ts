@@ -296,7 +296,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
           spender: getAddress(aster.escrow),
           value: "3000000",
           nonce: permitContext.nonce.toString(),
-          deadline: String(payDeadline),
+          deadline: String(take.fills[0]!.maker_expiry),
         },
       })
       const stored = yield* sql<{ id: string; secret_ciphertext: Buffer; hashlock: string; fill_key: string }>`
@@ -547,6 +547,20 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
       const nothing = yield* sql`select 1 from takes where master = ${t.master}`
       expect(nothing.length).toBe(0)
       expect((yield* candidatesNow)[A.orderId]).toEqual(["2000000", "2000000"])
+      // The lease lapses between preview and take, or the identity moves to a new generation: the signed set is
+      // no longer admissible, so the take finds nothing although the preview did a moment before.
+      const seen = (yield* post(`${base}/v1/takes/preview`, { from: "aster", to: "hyperliquid", amount_in: "1000000" }))
+        .json as { fills: Array<unknown> }
+      expect(seen.fills.length).toBe(1)
+      yield* sql`update quote_identities set lease_expires_at = now() - interval '1 second' where id = ${A.identityId}`
+      const lapsed = yield* post(`${base}/v1/takes`, body, bearer(t.token))
+      expect([lapsed.status, code(lapsed)]).toEqual([422, "NO_LIQUIDITY"])
+      yield* sql`update quote_identities set lease_expires_at = now() + interval '1 hour', generation = 2
+        where id = ${A.identityId}`
+      const stale = yield* post(`${base}/v1/takes`, body, bearer(t.token))
+      expect([stale.status, code(stale)]).toEqual([422, "NO_LIQUIDITY"])
+      yield* sql`update quote_identities set generation = 1 where id = ${A.identityId}`
+      expect((yield* sql`select 1 from takes where master = ${t.master}`).length).toBe(0)
       // The route's other refusals.
       const gets: Array<[string, number, string]> = [
         [`${base}/v1/takes/not-a-uuid`, 400, "INVALID_REQUEST"],
