@@ -501,6 +501,19 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
       expect(yield* expireUnsignedTakes()).toBe(0)
       const got = ok(yield* rawRequest(`${base}/v1/takes/${take.id}`, { headers: bearer(t.token) }))
       expect(got.take.state).toBe("signed")
+      // A fill's transactions come from its relayer keys (here a lock the Settlement actor would have submitted).
+      const fid = take.fills[0]!.fill_id
+      const hash = `0x${"ab".repeat(32)}`
+      yield* sql`insert into relayer_requests (idempotency_key, venue, chain_id, signer, target, function_name,
+          calldata, status, tx_hash)
+        values (${`lock:${fid}`}, 'hyperliquid', 999, ${`0x${"01".repeat(20)}`}, ${`0x${"02".repeat(20)}`}, 'lock',
+          '0x', 'pending', ${hash})`
+      yield* sql`update fills set lock_key = ${`lock:${fid}`} where id = ${fid}::uuid`
+      const withTx = ok(yield* rawRequest(`${base}/v1/takes/${take.id}`, { headers: bearer(t.token) }))
+      expect(withTx.take.fills[0]!.transactions).toEqual([
+        { kind: "lock", chain_id: 999, hash, status: "pending", error: "", at: expect.any(String) },
+      ])
+      expect(withTx.take.fills[1]!.transactions).toEqual([])
     }),
   )
 
