@@ -514,6 +514,26 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
         { kind: "lock", chain_id: 999, hash, status: "pending", error: "", at: expect.any(String) },
       ])
       expect(withTx.take.fills[1]!.transactions).toEqual([])
+
+      // The lock becomes final and indexed: the watcher moves the amount from available to locked in the same
+      // write, so it stops counting as a reservation (no double count) while the set keeps counting it.
+      const f = take.fills[0]!
+      yield* sql`insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry,
+          state, created_block, block_number, block_hash)
+        values ('hyperliquid', ${fillKeyOf(f.fill_id)}, ${A.orderId}, ${t.master}, ${t.master}, ${f.amount_out},
+          ${f.hashlock}, ${f.maker_expiry}, 'locked', 2, 2, ${`0x${"00".repeat(32)}`})`
+      yield* sql`update escrow_orders set available = available - ${f.amount_out}::numeric,
+          locked = locked + ${f.amount_out}::numeric
+        where venue = 'hyperliquid' and order_id = ${A.orderId}`
+      yield* sql`update fills set state = 'locked' where id = ${f.fill_id}::uuid`
+      const locked = yield* candidatesNow
+      expect(locked[A.orderId]).toEqual(["0", "0"])
+      // Refunded on chain: the escrow gives the amount and the set's capacity back; the fill is final.
+      yield* sql`update escrow_locks set state = 'refunded' where fill_id = ${fillKeyOf(f.fill_id)}`
+      yield* sql`update escrow_orders set available = 3000000, locked = 0
+        where venue = 'hyperliquid' and order_id = ${A.orderId}`
+      yield* sql`update fills set state = 'refunded', final = true where id = ${f.fill_id}::uuid`
+      expect((yield* candidatesNow)[A.orderId]).toEqual(["3000000", "3000000"])
     }),
   )
 
