@@ -1,8 +1,10 @@
+import { RunnerAddress } from "@effect/cluster"
 import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { PgMigrator } from "@effect/sql-pg"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { clusterStorage } from "../../src/Cluster.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer, migrationsLoader } from "../../src/Store/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
@@ -23,6 +25,21 @@ const schemaSnapshot = Effect.flatMap(
     from information_schema.columns where table_schema = 'public' order by 1, 2`,
 )
 
+/** @effect/cluster's own tables (runners, messages, replies, its migrations). */
+const clusterTables = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql<{ t: string }>`
+    select table_name as t from information_schema.tables
+    where table_schema = 'public' and table_name like 'cluster\_%'`,
+)
+
+/** Back to a database on which the cluster never started. */
+const dropClusterTables = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const { t } of yield* clusterTables) yield* sql`drop table ${sql(t)} cascade`
+  expect(yield* clusterTables).toEqual([])
+})
+
 layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (it) => {
   it.effect("migrations applied twice change nothing", () =>
     Effect.gen(function* () {
@@ -35,10 +52,43 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (
   )
 
   it.effect(
-    "two processes started at once on one database both come up, as two runners",
+    "first-ever concurrent starts create the cluster's storage tables once (5 rounds of 4 runners' storage)",
     () =>
       Effect.gen(function* () {
         const url = yield* Url
+        // Each builder has its own pool, as a separate process would. Without the storage lock one of
+        // them fails with 'relation "cluster_runners" already exists' or a duplicate pg_type key.
+        const storageOf = (i: number) =>
+          Layer.build(
+            clusterStorage({ runnerAddress: Option.some(RunnerAddress.make("127.0.0.1", 40_000 + i)) }).pipe(
+              Layer.provide(PgClient.layer({ url, maxConnections: 4 })),
+            ),
+          ).pipe(Effect.scoped)
+        for (let round = 0; round < 5; round++) {
+          yield* dropClusterTables
+          const exits = yield* Effect.all(
+            Array.from({ length: 4 }, (_, i) => Effect.exit(storageOf(i))),
+            { concurrency: "unbounded" },
+          )
+          for (const exit of exits) {
+            if (Exit.isFailure(exit)) {
+              const error = Cause.squash(exit.cause) as { readonly cause?: unknown }
+              expect.fail(`round ${round}: ${String(error)} (${String(error.cause)})`)
+            }
+          }
+          expect((yield* clusterTables).map((r) => r.t)).toContain("cluster_runners")
+        }
+      }),
+    120_000,
+  )
+
+  it.effect(
+    "two processes started at once on a database without cluster tables both come up, as two runners",
+    () =>
+      Effect.gen(function* () {
+        const url = yield* Url
+        const sql = yield* SqlClient.SqlClient
+        yield* dropClusterTables
         const ports = yield* Effect.all([freePort, freePort, freePort, freePort])
         const env = (i: number) => ({
           DATABASE_URL: Redacted.value(url),
@@ -52,12 +102,15 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (
           const info = yield* rawRequest(`http://127.0.0.1:${port}/v1/info`)
           expect(info.status).toBe(200)
         }
-        const sql = yield* SqlClient.SqlClient
         const runners = yield* sql<{ address: string }>`select address from cluster_runners`
-        expect(runners.length).toBeGreaterThanOrEqual(2)
+        expect(runners.map((r) => r.address)).toEqual(
+          expect.arrayContaining([`127.0.0.1:${ports[2]}`, `127.0.0.1:${ports[3]}`]),
+        )
         const migrations = yield* sql<{ n: string }>`select count(*)::text as n from effect_sql_migrations`
         expect(Number(migrations[0]!.n)).toBeGreaterThan(0)
-        expect(a.output() + b.output()).not.toMatch(/operator_key|ac0974bec39a17e36ba4a6b4d238ff944bacb478/)
+        const output = a.output() + b.output()
+        expect(output).not.toMatch(/already exists|duplicate key/)
+        expect(output).not.toMatch(/operator_key|ac0974bec39a17e36ba4a6b4d238ff944bacb478/)
       }).pipe(Effect.scoped),
     180_000,
   )
