@@ -257,6 +257,25 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
       expect([refusedCancel.status, code(refusedCancel)]).toEqual([409, "STATE_CONFLICT"])
       const listed = yield* listPage(base, payer.token)
       expect((listed.json as { items: Array<TransferView> }).items).toEqual([t])
+      // take_final follows the fills: true once every one is final (the Settlement actor is not running here).
+      yield* sql`update fills set final = true where take_id = ${t.take_id!}`
+      const finalView = (yield* listPage(base, payer.token)).json as { items: Array<TransferView> }
+      expect(finalView.items[0]!.take_final).toBe(true)
+
+      // Eight identical creates at once: one intent, one take; one 201, the rest 200 with the same intent.
+      const raced = { ...body, client_transfer_id: `raced-${crypto.randomUUID()}`, amount_in: "1000000", min_out: "1" }
+      const answers = yield* Effect.all(
+        Array.from({ length: 8 }, () => createTransfer(base, payer.token, raced)),
+        { concurrency: "unbounded" },
+      )
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201])
+      const ids = new Set(answers.map((a) => (a.json as TransferView).id))
+      const takeIds = new Set(answers.map((a) => (a.json as TransferView).take_id))
+      expect([ids.size, takeIds.size]).toEqual([1, 1])
+      const [rows] = yield* sql<{ t: string; k: string }>`
+        select (select count(*) from transfers where client_transfer_id = ${raced.client_transfer_id})::text as t,
+               (select count(*) from takes where client_take_id = ${`transfer:${[...ids][0]}`})::text as k`
+      expect(rows).toEqual({ t: "1", k: "1" })
       yield* maker.deactivate
     }),
   )
@@ -418,6 +437,52 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
       expect(listed.items.map((i) => i.id)).toEqual([(second.json as TransferView).id, first.id])
       expect(listed.items[1]!.cancelled_at).toBe(c.cancelled_at)
       expect(listed.items[1]!.withdrawal?.state).toBe("relayed")
+      yield* maker.deactivate
+    }),
+  )
+
+  it.effect("the desk never takes around a withdrawal that is not relayed (unknown, failed)", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { hl } = yield* WithdrawalDevnet
+      const sql = yield* SqlClient.SqlClient
+      const maker = yield* seedMaker(hl!, 100n * USDC)
+      for (const state of ["unknown", "failed"] as const) {
+        const payer = yield* hyperliquidAccount(base, hl!, 20n * USDC)
+        const created = yield* createTransfer(base, payer.token, {
+          from: "hyperliquid",
+          to: "aster",
+          amount_in: "2000000",
+          min_out: "1",
+          payer: payer.address,
+          recipient: payer.address,
+        })
+        expect(created.status, created.text).toBe(201)
+        const t = created.json as TransferView
+        // The withdrawal of its preparation, in `state`; the wallet holds amount_in anyway (funded elsewhere).
+        const [prep] = yield* sql<{ id: string }>`select preparation_id as id from transfers where id = ${t.id}`
+        yield* sql`insert into withdrawals (id, master, venue, address, amount, destination, state, created_at,
+            updated_at, preparation_id, target)
+          values (${crypto.randomUUID()}, ${payer.address}, 'hyperliquid', ${payer.address}, 2000000,
+            ${payer.address}, ${state}, now(), now(), ${prep!.id}, 'signer')`
+        yield* mint(hl!, payer.address, 2n * USDC)
+        yield* sweep
+        const [row] = yield* sql<{ take_id: string | null }>`select take_id from transfers where id = ${t.id}`
+        expect(row!.take_id, state).toBeNull()
+        const view = ((yield* listPage(base, payer.token)).json as { items: Array<TransferView> }).items[0]!
+        expect(view.withdrawal?.state).toBe(state)
+        // Another intent of the account while that withdrawal is unknown: refused (WITHDRAWAL_PENDING).
+        const next = yield* createTransfer(base, payer.token, {
+          from: "hyperliquid",
+          to: "aster",
+          amount_in: "1000000",
+          min_out: "1",
+          payer: payer.address,
+          recipient: payer.address,
+        })
+        if (state === "unknown") expect([next.status, code(next)]).toEqual([409, "WITHDRAWAL_PENDING"])
+        else expect(next.status, next.text).toBe(201)
+      }
       yield* maker.deactivate
     }),
   )
