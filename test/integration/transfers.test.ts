@@ -228,6 +228,22 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
         payer: payer.address,
       })
       expect((yield* journalOf(t.id)).map((j) => j.kind)).toEqual(["transfer.created", "transfer.take_created"])
+      // The client signs the take from GET /v1/takes/{id}: one permit for the payment, one margin_move per fill.
+      const takeRes = yield* get(`${base}/v1/takes/${t.take_id}`, payer.token)
+      expect(takeRes.status, takeRes.text).toBe(200)
+      const takeBody = takeRes.json as {
+        take: { id: string; client_take_id: string; amount_in: string; payer: string; recipient: string }
+        to_sign: Array<{ kind: string; signer: string }>
+      }
+      expect(takeBody.take).toMatchObject({
+        id: t.take_id,
+        client_take_id: `transfer:${t.id}`,
+        amount_in: "4000000",
+        payer: payer.address,
+        recipient,
+      })
+      expect(takeBody.to_sign.map((i) => i.kind)).toEqual(["permit", "margin_move"])
+      expect(takeBody.to_sign.every((i) => i.signer === payer.address)).toBe(true)
 
       // Identical repeat: 200 and the same intent, nothing new.
       const mid = yield* counts
