@@ -50,6 +50,9 @@ const sameParameters = (row: TakeRow, i: CreateTakeInput) =>
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
+/** Advisory lock space (first key) of take creation per (master, client id); the second key is a hash of both. */
+const TAKE_CLIENT_LOCK = 7_210_011
+
 const candidateKey = (orderId: string, sequence: bigint | string, quoteIndex: number) =>
   `${orderId}/${sequence}/${quoteIndex}`
 
@@ -132,6 +135,12 @@ export const createTake = (input: CreateTakeInput) =>
 
     const outcome = yield* sql.withTransaction(
       Effect.gen(function* () {
+        // Identical requests in flight at once: the second waits here until the first commits and then answers its
+        // take (without this it would route over what the first reserved and could answer NO_LIQUIDITY).
+        yield* sql`select pg_advisory_xact_lock(${TAKE_CLIENT_LOCK}, hashtext(${`${input.master}\n${input.clientTakeId}`}))`
+        if (Option.isSome(yield* findTakeByClientId(input.master, input.clientTakeId))) {
+          return { _tag: "Raced" as const }
+        }
         const linked = yield* sql`
           select 1 from linked_accounts where master = ${input.master} and venue = ${from.id} and address = ${payer}
           for share`

@@ -651,6 +651,20 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
         select coalesce(sum(amount_out), 0)::text as total from fills where order_id = ${A.orderId}`
       expect(reserved[0]!.total).toBe("4900000")
       expect((yield* candidatesNow)[A.orderId]).toEqual(["100000", "100000"])
+      // The same request three times at once (a client retrying over a lost response): one take, answered thrice;
+      // the later ones must not route over what the first reserved (that would be NO_LIQUIDITY here).
+      const t = takers[0]!
+      const same = takeBody(t.account.address, { amount_in: "100000", min_out: "100000", max_parts: 1 })
+      const repeats = yield* Effect.all(
+        Array.from({ length: 3 }, () => post(`${base}/v1/takes`, same, bearer(t.token))),
+        { concurrency: "unbounded" },
+      )
+      const ids = repeats.map((r) => {
+        expect(r.status, r.text).toBe(200)
+        return (r.json as TakeResponse).take.id
+      })
+      expect(new Set(ids).size).toBe(1)
+      expect((yield* candidatesNow)[A.orderId]).toEqual(["0", "0"])
     }),
   )
 })
