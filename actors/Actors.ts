@@ -3,6 +3,7 @@ import { CloseQueueLive } from "./CloseQueue.ts"
 import { JournalPublisherLive } from "./JournalPublisher.ts"
 import { LeaseKeeperLive } from "./LeaseKeeper.ts"
 import { OrderFundingLive } from "./OrderFunding.ts"
+import { SettlementLive } from "./Settlement.ts"
 import { TransferDeskLive } from "./TransferDesk.ts"
 import { TxRelayersLive } from "./TxRelayer.ts"
 import { VenueWatchersLive } from "./VenueWatcher.ts"
@@ -17,5 +18,6 @@ export const ActorsLive = Layer.mergeAll(
   TxRelayersLive,
   WithdrawalDeskLive,
   CloseQueueLive,
+  SettlementLive,
   TransferDeskLive,
 )

@@ -32,6 +32,7 @@ import {
 } from "../src/Chain/SettlementCalls.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
+import { openStoredFillSecret } from "../src/Store/FillSecrets.ts"
 import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
 import {
   advanceFill,
@@ -42,6 +43,7 @@ import {
   type SettlingFill,
   settlingFills,
 } from "../src/Store/Settlement.ts"
+import { expireUnsignedTakes } from "../src/Store/Takes.ts"
 
 /** Fallback pass interval (finality, which the index waits for, does not notify). */
 export const SETTLEMENT_SWEEP = Duration.millis(500)
@@ -204,7 +206,13 @@ export const runSettlement = (open: OpenSecret) =>
       Effect.retry(Schedule.spaced("1 second")),
       Effect.forkScoped,
     )
-    yield* sweepSettlement(open).pipe(
+    // Unsigned takes past their pay window release their reservations (state expired) on the same beat.
+    yield* Effect.zipRight(
+      expireUnsignedTakes().pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("expiring unsigned takes failed; retrying", cause)),
+      ),
+      sweepSettlement(open),
+    ).pipe(
       Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement pass failed; retrying", cause), 0)),
       // After a pass that acted, go again at once: the next step of those fills may already be decidable.
       Effect.flatMap((acted) =>
@@ -214,5 +222,8 @@ export const runSettlement = (open: OpenSecret) =>
     )
   }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "Settlement" }))
 
-/** The singleton, given how secrets are opened (actors/Actors.ts passes src/Store/FillSecrets.ts). */
+/** The singleton, given how secrets are opened. */
 export const settlementLive = (open: OpenSecret) => Singleton.make("settlement", runSettlement(open))
+
+/** The service's singleton: secrets opened from their sealed rows (src/Store/FillSecrets.ts). */
+export const SettlementLive = settlementLive(openStoredFillSecret)

@@ -82,8 +82,8 @@ const orderView = (row: OrderRow) =>
       amount: row.amount,
       escrow_available: row.escrow_available,
       quotable: row.escrow_available,
-      filled: "0",
-      received: "0",
+      filled: row.filled,
+      received: row.received,
       last_sequence: Option.isSome(quoteSet) ? Number(quoteSet.value.sequence) : null,
       quote_set: Option.isSome(quoteSet) ? quoteSetView(quoteSet.value) : null,
       margin_move:

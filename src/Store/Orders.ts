@@ -39,6 +39,9 @@ export interface OrderRow {
   readonly error: string
   /** From the escrow index (final head); "0" before funding. */
   readonly escrow_available: string
+  /** Σ amount_out / Σ amount_in of the order's settled fills (migrations/0014). */
+  readonly filled: string
+  readonly received: string
   /** The withdrawal funding it from venue margin (state awaiting_margin and after), if any. */
   readonly venue_transfer_id: string | null
   /** That withdrawal's amount, venue ref, state, error and last change (null without one). */
@@ -52,7 +55,8 @@ export interface OrderRow {
 const select = `
   select o.id, o.master, o.venue, o.receive_venue, o.owner_address, o.state, o.amount::text, o.created_at,
          o.updated_at, o.client_order_id, o.quote_identity_id, o.quote_signer, o.fund_deadline::text, o.to_sign,
-         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available, o.venue_transfer_id,
+         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available, o.filled::text, o.received::text,
+         o.venue_transfer_id,
          w.amount::text as vt_amount, w.venue_ref as vt_venue_ref, w.state as vt_state, w.error as vt_error,
          w.updated_at as vt_at
   from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id

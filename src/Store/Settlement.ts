@@ -17,6 +17,7 @@ export interface SettlingFill {
   readonly order_id: string
   readonly state: FillState
   readonly fill_key: string
+  readonly hashlock: string
   readonly maker_venue: string
   readonly taker_venue: string
   readonly sequence: string
@@ -65,7 +66,7 @@ export const settlingFills = (limit: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<SettlingFill>`
-      select f.id, f.take_id, f.order_id, f.state, f.fill_key, f.maker_venue, f.taker_venue, f.sequence::text,
+      select f.id, f.take_id, f.order_id, f.state, f.fill_key, f.hashlock, f.maker_venue, f.taker_venue, f.sequence::text,
              f.quote_index, f.amount_in::text, f.amount_out::text, f.maker_expiry::text, f.taker_expiry::text,
              f.fill, f.signature, f.secret_ciphertext, f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key,
              f.cancel_key, f.refund_key, f.refund_payment_key, f.revealed_at, f.error,

@@ -11,9 +11,10 @@ import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { type MakerOrder, makerOrder, plainOpen, plainSeal, signedTake } from "../support/Takes.ts"
+import { type MakerOrder, makerOrder, signedTake } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
 
@@ -21,7 +22,7 @@ import { TestHttpLive } from "../support/TestServer.ts"
  * The Settlement sweep on two devnet chains (Hyperliquid-like 999 = the makers' chain, Aster-like 42161 = the
  * taker's), with the real VenueWatchers (finality: 2 confirmations) and TxRelayers, a block every 250 ms on both.
  * Each test drives the sweep itself (sweepSettlement, one action per fill per pass), so it can stop the "operator"
- * at a chosen step; secrets are stored in the clear by the test (plainSeal / plainOpen).
+ * at a chosen step.
  */
 
 const OPERATOR = 9
@@ -84,7 +85,7 @@ const Live = Layer.unwrapScoped(
 
 // ------------------------------------------------------------------ helpers
 
-const open: OpenSecret = (f) => Effect.succeed(plainOpen(f.secret_ciphertext))
+const open: OpenSecret = openStoredFillSecret
 
 const balanceOf = (c: TestChain, who: Address) =>
   Effect.promise(() =>
@@ -171,7 +172,6 @@ const take = (
       parts,
       makerVenue: M,
       takerVenue: T,
-      sealSecret: plainSeal,
       ...(extra.permitValue === undefined ? {} : { permitValue: extra.permitValue }),
     })
     return { ...t, recipient }

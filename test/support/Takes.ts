@@ -4,9 +4,11 @@ import { type Address, bytesToHex, encodeFunctionData, getAddress, type Hex, hex
 import type { PrivateKeyAccount } from "viem/accounts"
 import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { readPermitContext } from "../../src/Chain/TokenReads.ts"
+import { AppConfig } from "../../src/Config.ts"
 import { type Fill, fillTypedData, fundOrderTypedData, quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { permitTypedData } from "../../src/Domain/Permit.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
+import { fillSecretKeyring, sealFillSecret } from "../../src/Store/FillSecrets.ts"
 import { sendCalls, type TestChain } from "./ChainDevnet.ts"
 
 /**
@@ -14,8 +16,8 @@ import { sendCalls, type TestChain } from "./ChainDevnet.ts"
  * service's operator, so it can lock), a quote set signed by its quote signer, and a signed take — the taker's
  * Fill per fill and one permit for Σ amount_in — written as the takes routes store them (state `signed`).
  *
- * Until POST /v1/takes and its signatures route are in, the take is written as rows (with real signatures);
- * its secrets are stored as given by `sealSecret` (the test's own opener must match it).
+ * `signedTake` writes the take as rows (real signatures, secrets sealed by src/Store/FillSecrets.ts), for tests
+ * that need control over expiries or a bad permit.
  */
 
 export interface MakerOrder {
@@ -185,11 +187,14 @@ export const signedTake = (
     readonly takerTimeout?: bigint
     readonly toMargin?: boolean
     readonly permitValue?: bigint
-    readonly sealSecret: (secret: Hex) => Uint8Array
+    /** Stores secrets this way instead of sealing them (the test's opener must match, e.g. plainSeal/plainOpen). */
+    readonly sealSecret?: (secret: Hex) => Uint8Array
   },
 ) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const { deployment } = yield* AppConfig
+    const ring = fillSecretKeyring(deployment)
     const takeId = uuid()
     const master = p.payer.address.toLowerCase()
     const block = yield* Effect.promise(() => maker.pub.getBlock())
@@ -249,6 +254,16 @@ export const signedTake = (
         ${totalOut.toString()}, ${master}, ${p.recipient.toLowerCase()}, ${fills.length}, ${totalIn.toString()},
         ${totalOut.toString()}, 'signed', now() + interval '2 minutes', ${JSON.stringify(toSign)}::jsonb,
         ${permitSignature}, now(), now(), now())`
+    const stored = (f: TakeFill) =>
+      p.sealSecret
+        ? Buffer.from(p.sealSecret(f.secret))
+        : sealFillSecret(
+            ring,
+            crypto.getRandomValues(new Uint8Array(12)),
+            f.fillKey,
+            f.fill.hashlock,
+            hexToBytes(f.secret),
+          )
     for (const f of fills) {
       const signature = yield* Effect.promise(() => p.payer.signTypedData(fillTypedData(f.fill)))
       yield* sql`insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at,
@@ -257,7 +272,7 @@ export const signedTake = (
         values (${f.id}, ${takeId}, ${f.order.orderId}, ${p.takerVenue}, ${master}, 'signed', false, ${now()}, now(),
           ${f.fillKey}, ${p.makerVenue}, ${f.order.sequence.toString()}, 0, ${f.order.identityId},
           ${f.amountIn.toString()}, ${f.amountOut.toString()}, ${f.order.payee.toLowerCase()},
-          ${p.recipient.toLowerCase()}, ${f.fill.hashlock}, ${Buffer.from(p.sealSecret(f.secret))},
+          ${p.recipient.toLowerCase()}, ${f.fill.hashlock}, ${stored(f)},
           ${makerExpiry.toString()}, ${takerExpiry.toString()},
           ${JSON.stringify(toWireTypedData(lowercase(f.fill)))}::jsonb, ${signature})`
     }
