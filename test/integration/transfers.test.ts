@@ -503,6 +503,79 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
     }),
   )
 
+  it.effect("a cancel racing the desk's take: exactly one of them wins, never both", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { hl } = yield* WithdrawalDevnet
+      const sql = yield* SqlClient.SqlClient
+      const maker = yield* seedMaker(hl!, 100n * USDC)
+      const payers = yield* Effect.all(Array.from({ length: 4 }, () => hyperliquidAccount(base, hl!, 10n * USDC)))
+      const transfers: Array<TransferView> = []
+      for (const payer of payers) {
+        const created = yield* createTransfer(base, payer.token, {
+          from: "hyperliquid",
+          to: "aster",
+          amount_in: "1000000",
+          min_out: "1",
+          payer: payer.address,
+          recipient: payer.address,
+        })
+        expect(created.status, created.text).toBe(201)
+        const t = created.json as TransferView
+        const prep = t.withdrawal_preparation!
+        const signature = yield* Effect.promise(() => payer.account.signTypedData(prep.typed_data))
+        const submitted = yield* submit(
+          base,
+          payer.token,
+          {
+            venue: "hyperliquid",
+            amount: prep.amount,
+            to: "signer",
+            destination: "",
+            typed_data: prep.typed_data,
+            expires_at: "",
+          },
+          signature,
+        )
+        expect(submitted.status, submitted.text).toBe(200)
+        yield* waitFor(base, payer.token, (submitted.json as { id: string }).id, inState("relayed"))
+        transfers.push(t)
+      }
+      yield* Effect.promise(() => hl!.sim.control.payoutsSettled())
+      const cancels = yield* Effect.all(
+        [
+          sweep,
+          Effect.all(
+            transfers.map((t, i) => cancel(base, payers[i]!.token, t.id)),
+            { concurrency: "unbounded" },
+          ),
+        ],
+        { concurrency: "unbounded" },
+      ).pipe(Effect.map(([, answers]) => answers))
+      for (const [i, t] of transfers.entries()) {
+        const [row] = yield* sql<{ take_id: string | null; cancelled_at: Date | null; takes: string }>`
+          select take_id, cancelled_at,
+            (select count(*) from takes where client_take_id = ${`transfer:${t.id}`})::text as takes
+          from transfers where id = ${t.id}`
+        const answer = cancels[i]!
+        if (answer.status === 200) {
+          expect([row!.take_id, row!.takes], t.id).toEqual([null, "0"])
+          expect(row!.cancelled_at).not.toBeNull()
+        } else {
+          expect([answer.status, code(answer)]).toEqual([409, "STATE_CONFLICT"])
+          expect(row!.cancelled_at).toBeNull()
+          expect(row!.takes).toBe("1")
+        }
+      }
+      // Whatever won, a later pass changes nothing.
+      yield* sweep
+      const [after] = yield* sql<{ both: string }>`
+        select count(*)::text as both from transfers where take_id is not null and cancelled_at is not null`
+      expect(after!.both).toBe("0")
+      yield* maker.deactivate
+    }),
+  )
+
   it.effect("GET /v1/transfers: newest first over three pages, cancelled included; bad cursors → 400", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
