@@ -1,8 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
 import type { CredentialPrincipal } from "../Domain/Principal.ts"
-import { findLiveCredentialByHash } from "../Store/Credentials.ts"
+import { type CredentialRow, chargeLiveCredential, findLiveCredentialByHash } from "../Store/Credentials.ts"
+import { retryAfterSeconds as retryAfterSeconds_ } from "../Store/RateLimiter.ts"
 import { CredentialResolver } from "./Security.ts"
+
+const toPrincipal = (row: CredentialRow): CredentialPrincipal => ({
+  _tag: "Credential",
+  credentialId: row.id,
+  master: row.master,
+  quoteIdentityId: row.quote_identity_id,
+  scopes: row.scopes,
+})
 
 /** Resolves `mk_` bearers against the credentials table (live ones only). */
 export const CredentialResolverLive = Layer.effect(
@@ -10,19 +19,19 @@ export const CredentialResolverLive = Layer.effect(
   Effect.map(SqlClient.SqlClient, (sql) => ({
     resolve: (tokenHash: Buffer) =>
       findLiveCredentialByHash(tokenHash).pipe(
-        Effect.map(
-          Option.map(
-            (row): CredentialPrincipal => ({
-              _tag: "Credential",
-              credentialId: row.id,
-              master: row.master,
-              quoteIdentityId: row.quote_identity_id,
-              scopes: row.scopes,
-            }),
-          ),
-        ),
+        Effect.map(Option.map(toPrincipal)),
         Effect.provideService(SqlClient.SqlClient, sql),
         Effect.orDie,
       ),
+    resolveCharged: (tokenHash: Buffer, bucket: { readonly rate: number; readonly burst: number }) =>
+      Effect.gen(function* () {
+        const row = yield* chargeLiveCredential(tokenHash, bucket)
+        if (Option.isNone(row)) return Option.none()
+        const principal = toPrincipal(row.value)
+        const retryAfterSeconds = row.value.allowed
+          ? null
+          : yield* retryAfterSeconds_({ key: `credential:${row.value.id}`, ...bucket })
+        return Option.some({ principal, retryAfterSeconds })
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie),
   })),
 )

@@ -99,15 +99,29 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
       .handle("getIdentity", ({ path }) => Effect.map(visibleIdentity(path.id), toQuoteIdentity))
       .handle("renewLease", ({ path, payload }) =>
         Effect.gen(function* () {
-          yield* requireScope("quote")
-          const identity = yield* visibleIdentity(path.id)
-          if (identity.revoked_at !== null) return yield* apiError(StateConflict, "this quote identity is revoked")
-          const renewed = yield* renewLease(identity.id, payload.ttl_seconds).pipe(Effect.orDie)
-          if (Option.isNone(renewed)) return yield* apiError(StateConflict, "this quote identity is revoked")
-          return {
-            identity_id: identity.id,
-            generation: renewed.value.generation,
-            expires_at: renewed.value.lease_expires_at.toISOString(),
+          // One round trip: visibility, the revoked check and the renewal are one statement. A credential sees
+          // only its own identity (no query for another); a session only its master's.
+          const principal = yield* requireScope("quote")
+          const id = path.id.toLowerCase()
+          if (principal._tag !== "Session" && principal.quoteIdentityId !== id) {
+            return yield* apiError(NotFound, "no such quote identity")
+          }
+          const renewed = yield* renewLease(
+            id,
+            payload.ttl_seconds,
+            principal._tag === "Session" ? principal.master : null,
+          ).pipe(Effect.orDie)
+          switch (renewed._tag) {
+            case "NotFound":
+              return yield* apiError(NotFound, "no such quote identity")
+            case "Revoked":
+              return yield* apiError(StateConflict, "this quote identity is revoked")
+            case "Renewed":
+              return {
+                identity_id: id,
+                generation: renewed.generation,
+                expires_at: renewed.lease_expires_at.toISOString(),
+              }
           }
         }),
       )

@@ -22,6 +22,16 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
 export class CredentialResolver extends Context.Reference<CredentialResolver>()("CredentialResolver", {
   defaultValue: () => ({
     resolve: (_tokenHash: Buffer): Effect.Effect<Option.Option<CredentialPrincipal>> => Effect.succeedNone,
+    /**
+     * Resolves and takes one token of the credential's request budget in one round trip (the HTTP
+     * middleware's path). `retryAfterSeconds` null: charged; a number: the budget is exhausted.
+     */
+    resolveCharged: (
+      _tokenHash: Buffer,
+      _bucket: { readonly rate: number; readonly burst: number },
+    ): Effect.Effect<
+      Option.Option<{ readonly principal: CredentialPrincipal; readonly retryAfterSeconds: number | null }>
+    > => Effect.succeedNone,
   }),
 }) {}
 
@@ -81,23 +91,33 @@ export const AuthenticationLive = Layer.effect(
     const authenticate = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       authenticateHeader(request.headers.authorization, admins, resolver),
     )
+    const limited = (seconds: number) =>
+      Effect.zipRight(retryAfter(seconds), apiError(RateLimited, `request budget exhausted; retry in ${seconds} s`))
     const charge = (principal: Principal) => {
       const key =
         principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
       return takeToken({ key, rate, burst }).pipe(
         Effect.orDie,
         Effect.flatMap((decision) =>
-          decision.allowed
-            ? Effect.succeed(principal)
-            : Effect.zipRight(
-                retryAfter(decision.retryAfterSeconds),
-                apiError(RateLimited, `request budget exhausted; retry in ${decision.retryAfterSeconds} s`),
-              ),
+          decision.allowed ? Effect.succeed(principal) : limited(decision.retryAfterSeconds),
         ),
       )
     }
+    // An mk_ bearer (maker bots renewing leases every few seconds): lookup and budget in one round trip.
+    const credential = (token: string) =>
+      Effect.gen(function* () {
+        const resolved = yield* resolver.resolveCharged(sha256(token), { rate, burst })
+        if (Option.isNone(resolved)) return yield* unauthorized("unknown or revoked credential")
+        const { principal, retryAfterSeconds } = resolved.value
+        if (retryAfterSeconds !== null) return yield* limited(retryAfterSeconds)
+        return principal as Principal
+      })
     return Authentication.of({
-      bearer: () => Effect.flatMap(authenticate, charge).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+      bearer: () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const token = BEARER.exec(request.headers.authorization ?? "")?.[1]
+          return token?.startsWith("mk_") === true ? credential(token) : Effect.flatMap(authenticate, charge)
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
     })
   }),
 )

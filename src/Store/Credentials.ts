@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { appendJournal } from "./Journal.ts"
+import { takeTokenStatement } from "./RateLimiter.ts"
 
 export interface CredentialRow {
   readonly id: string
@@ -69,6 +70,25 @@ export const findLiveCredentialByHash = (tokenHash: Buffer) =>
     sql<CredentialRow>`
       select ${sql.unsafe(columns)} from credentials c
       where token_hash = ${tokenHash} and revoked_at is null`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+  )
+
+/**
+ * Authentication and the request budget of an `mk_` bearer in one round trip: the live credential
+ * by the SHA-256 of its token, and one token taken from its bucket (`credential:<id>`, as
+ * takeToken would). `allowed` false: the credential is live but its budget is exhausted (nothing
+ * taken). None: unknown or revoked (nothing charged).
+ */
+export const chargeLiveCredential = (tokenHash: Buffer, bucket: { readonly rate: number; readonly burst: number }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<CredentialRow & { allowed: boolean }>`
+      with c as (
+        select ${sql.unsafe(columns)} from credentials where token_hash = ${tokenHash} and revoked_at is null
+      ), taken as (
+        ${takeTokenStatement(sql, sql`select 'credential:' || id::text as key from c`, bucket)}
+      )
+      select c.*, exists (select 1 from taken) as allowed from c`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
   )
 
 /**

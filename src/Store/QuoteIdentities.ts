@@ -48,30 +48,46 @@ export const findQuoteIdentity = (id: string) =>
     ),
   )
 
+export type RenewOutcome =
+  | { readonly _tag: "Renewed"; readonly generation: string; readonly lease_expires_at: Date }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "Revoked" }
+
 /**
- * Renews the lease in database time, in one statement. Before expiry the generation is kept;
- * after it the generation advances, so quote sets signed for the old generation never become
- * admissible again. A browser identity's lease is the far future. A revoked identity is never
- * renewed: revocation and renewal lock the same row, so they serialise.
+ * Renews the lease in database time, in one statement and one round trip (no explicit transaction:
+ * a single statement is atomic). Before expiry the generation is kept; after it the generation
+ * advances, and in the same statement the sets of older generations are deactivated, so quote sets
+ * signed for an old generation never become admissible again, whether or not the keeper saw the
+ * expiry. A browser identity's lease is the far future. `master`, when given, restricts the
+ * identity to that master's (a session); a credential's binding is checked by the caller.
+ * A revoked identity is never renewed: revocation and renewal lock the same row, so they
+ * serialise, and a renewal that waited for a revocation re-checks `revoked_at` and changes nothing.
  */
-export const renewLease = (id: string, ttlSeconds: number) =>
+export const renewLease = (id: string, ttlSeconds: number, master: string | null = null) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const [row] = yield* sql<{ generation: string; lease_expires_at: Date }>`
-          update quote_identities set
-            generation = case when kind = 'credential' and lease_expires_at <= now()
-              then generation + 1 else generation end,
-            lease_expires_at = case when kind = 'browser' then lease_expires_at
-              else now() + make_interval(secs => ${ttlSeconds}) end
-          where id = ${id} and revoked_at is null
-          returning generation::text, lease_expires_at`
-        if (!row) return Option.none()
-        // Sets of an older generation stay inactive forever, whether or not the keeper saw the expiry.
-        yield* sql`
-          update quote_sets set active = false, deactivated_at = now(), deactivated_reason = 'lease_expired'
-          where quote_identity_id = ${id} and active and identity_generation < ${row.generation}::bigint`
-        return Option.some(row)
+    sql<{ found: boolean; generation: string | null; lease_expires_at: Date | null }>`
+      with renewed as (
+        update quote_identities set
+          generation = case when kind = 'credential' and lease_expires_at <= now()
+            then generation + 1 else generation end,
+          lease_expires_at = case when kind = 'browser' then lease_expires_at
+            else now() + make_interval(secs => ${ttlSeconds}) end
+        where id = ${id} and revoked_at is null and (${master}::text is null or master = ${master})
+        returning generation, lease_expires_at
+      ), cleared as (
+        update quote_sets s set active = false, deactivated_at = now(), deactivated_reason = 'lease_expired'
+        from renewed r
+        where s.quote_identity_id = ${id} and s.active and s.identity_generation < r.generation
+      )
+      select exists (select 1 from quote_identities
+                     where id = ${id} and (${master}::text is null or master = ${master})) as found,
+             r.generation::text as generation, r.lease_expires_at
+      from (select 1) one left join renewed r on true`.pipe(
+      Effect.map(([row]): RenewOutcome => {
+        if (row?.generation != null && row.lease_expires_at !== null) {
+          return { _tag: "Renewed", generation: row.generation, lease_expires_at: row.lease_expires_at }
+        }
+        return row?.found ? { _tag: "Revoked" } : { _tag: "NotFound" }
       }),
     ),
   )
