@@ -83,7 +83,7 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             to: payload.to,
             amountIn: BigInt(payload.amount_in),
             minOut: BigInt(payload.min_out),
-            maxParts: payload.max_parts ?? DEFAULT_PARTS,
+            maxParts: payload.max_parts ?? Math.min(DEFAULT_PARTS, deployment.limits.take_parts_max),
             payer: payload.payer.toLowerCase(),
             recipient: payload.recipient.toLowerCase(),
           }
@@ -121,6 +121,8 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             return yield* apiError(ChainUnavailable, `could not read the payer's balance on ${from.id}`, true)
           }
           const shortfall = params.amountIn > balance.value ? params.amountIn - balance.value : 0n
+          // A preparation is only typed data until the client signs it: one made by a create that then loses the
+          // race for its client id is never answered, so it is never signed.
           const preparation =
             shortfall === 0n
               ? undefined
