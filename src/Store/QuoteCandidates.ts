@@ -74,13 +74,7 @@ export interface CandidateQuery {
   readonly forUpdate?: boolean
 }
 
-/**
- * The quotes a take from `from` to `to` may use NOW (database time): active sets of funded orders on `to`, whose
- * identity is not revoked, whose lease is live at the set's generation and whose cancel epoch is the identity's;
- * valid for more than the lock cutoff; each quote of such a set paying on `from` (venue, chain id and token as
- * configured now) is one candidate, with its index in the signed set. Orders without an escrow index row have
- * nothing quotable and are left out.
- */
+/** One statement of the candidate query, optionally locking the candidates' order rows (`for update of o`). */
 const candidates = (sql: SqlClient.SqlClient, q: CandidateQuery, lock: boolean) =>
   sql<QuoteCandidateRow>`
       with ${sql.unsafe(RESERVATIONS_CTE)},
@@ -119,6 +113,12 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQuery, lock: boolean) 
       ${lock ? sql.unsafe("for update of o") : sql.unsafe("")}`
 
 /**
+ * The quotes a take from `from` to `to` may use NOW (database time): active sets of funded orders on `to`, whose
+ * identity is not revoked, whose lease is live at the set's generation and whose cancel epoch is the identity's;
+ * valid for more than the lock cutoff; each quote of such a set paying on `from` (venue, chain id and token as
+ * configured now) is one candidate, with its index in the signed set, its order's quotable and its set's remaining
+ * net of reservations (RESERVATIONS_CTE). Orders without an escrow index row have nothing quotable and are left out.
+ *
  * With `forUpdate`, two statements: the first locks the candidates' order rows (in order id order, so concurrent
  * takes cannot deadlock on them); the second reads the amounts again. Under READ COMMITTED each statement has its own
  * snapshot, and the first one's sums may predate a take that held the locks and committed while we waited; the
