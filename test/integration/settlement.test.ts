@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Fiber, Layer, Schedule } from "effect"
 import type { Address, Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { type OpenSecret, sweepSettlement } from "../../actors/Settlement.ts"
+import { type OpenSecret, runSettlement, sweepSettlement } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
@@ -14,9 +14,10 @@ import { AppConfig } from "../../src/Config.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { type MakerOrder, makerOrder, signedTake } from "../support/Takes.ts"
+import { signIn } from "../support/SignIn.ts"
+import { getTake, type MakerOrder, makerOrder, signedTake, takeOverHttp } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
-import { TestHttpLive } from "../support/TestServer.ts"
+import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 
 /**
  * The Settlement sweep on two devnet chains (Hyperliquid-like 999 = the makers' chain, Aster-like 42161 = the
@@ -315,6 +316,57 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       yield* settleUntil("the fill settled", allIn(t.takeId, ["settled"]), { open: cannotOpen })
       expect(yield* balanceOf(aster, A.payee)).toBe(1_500_000n)
       expect(yield* takeState(t.takeId)).toBe("settled")
+    }),
+  )
+
+  it.effect("over HTTP: POST /v1/takes, the payer signs to_sign, the Settlement actor settles into margin", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const sql = yield* SqlClient.SqlClient
+      const base = yield* baseUrl
+      const A = yield* newMaker(1, 4_000_000n)
+      // Only this maker quotes (earlier tests' sets are still live); its funding must be indexed to be routable.
+      yield* sql`update quote_sets set active = (order_id = ${A.orderId})`
+      yield* escrowAvailable(A.orderId).pipe(
+        Effect.repeat({ until: (e) => e?.available === "4000000" }),
+        Effect.timeout("30 seconds"),
+      )
+      const payer = account(7)
+      const token = yield* signIn(base, payer)
+      yield* sql`insert into linked_accounts (master, venue, address, linked_at)
+        values (${payer.address.toLowerCase()}, ${T}, ${payer.address.toLowerCase()}, now())`
+      const recipient = fresh().toLowerCase()
+      const escrowHl0 = yield* balanceOf(hl, hl.escrow)
+      const actor = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      const signed = yield* takeOverHttp(base, token, payer, {
+        client_take_id: "http-take-1",
+        from: T,
+        to: M,
+        amount_in: "1500000",
+        min_out: "1500000",
+        payer: payer.address.toLowerCase(),
+        recipient,
+        max_parts: 2,
+      })
+      if (!signed.ok) return yield* Effect.dieMessage(`take refused: ${signed.response.text}`)
+      const done = yield* getTake(base, token, signed.take.id).pipe(
+        Effect.repeat({ until: (t) => t.fills.every((f) => f.final), schedule: Schedule.spaced("250 millis") }),
+        Effect.timeout("90 seconds"),
+      )
+      yield* Fiber.interrupt(actor)
+      const take = yield* getTake(base, token, signed.take.id)
+      expect(done).toBeDefined()
+      expect(take.state).toBe("settled")
+      expect(take.fills.map((f) => f.state)).toEqual(["settled"])
+      expect(yield* balanceOf(aster, A.payee)).toBe(1_500_000n)
+      // Delivered through the margin router (not refused): the maker escrow paid amount_out out.
+      expect(yield* balanceOf(hl, hl.escrow)).toBe(escrowHl0 - 1_500_000n)
+      const [lock] = yield* sql<{ state: string; refused: boolean | null }>`
+        select state, refused from escrow_locks where venue = ${M} and recipient = ${recipient}`
+      expect(lock).toEqual({ state: "claimed", refused: false })
+      const [order] = yield* sql<{ filled: string; received: string }>`
+        select filled::text, received::text from orders where id = ${A.orderId}`
+      expect(order).toEqual({ filled: "1500000", received: "1500000" })
     }),
   )
 

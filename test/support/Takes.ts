@@ -10,13 +10,16 @@ import { permitTypedData } from "../../src/Domain/Permit.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { fillSecretKeyring, sealFillSecret } from "../../src/Store/FillSecrets.ts"
 import { sendCalls, type TestChain } from "./ChainDevnet.ts"
+import { rawRequest } from "./Http.ts"
+import { post } from "./SignIn.ts"
 
 /**
  * Drives takes for settlement tests on two devnet chains: a maker order funded on chain (operator = the
  * service's operator, so it can lock), a quote set signed by its quote signer, and a signed take — the taker's
  * Fill per fill and one permit for Σ amount_in — written as the takes routes store them (state `signed`).
  *
- * `signedTake` writes the take as rows (real signatures, secrets sealed by src/Store/FillSecrets.ts), for tests
+ * `takeOverHttp` drives a take as a browser app does (POST /v1/takes, the payer signs `to_sign`, POST
+ * /v1/takes/{id}/signatures); `signedTake` writes the take as rows (real signatures, secrets sealed by src/Store/FillSecrets.ts), for tests
  * that need control over expiries or a bad permit.
  */
 
@@ -292,3 +295,67 @@ const lowercase = (f: Fill) => ({
 /** Test sealing: the secret's bytes as they are (the matching opener is `plainOpen`). */
 export const plainSeal = (secret: Hex) => hexToBytes(secret)
 export const plainOpen = (ciphertext: Uint8Array) => bytesToHex(new Uint8Array(ciphertext))
+
+// ------------------------------------------------------------------ the HTTP flow (as a browser app drives a take)
+
+export interface HttpSignItem {
+  readonly kind: string
+  readonly signer: string
+  // biome-ignore lint/suspicious/noExplicitAny: wire typed data
+  readonly typed_data: any
+  readonly fill_id?: string
+}
+
+export interface HttpTake {
+  readonly id: string
+  readonly state: string
+  readonly total_in: string
+  readonly total_out: string
+  readonly fills: ReadonlyArray<{ readonly fill_id: string; readonly state: string; readonly final: boolean }>
+}
+
+/**
+ * POST /v1/takes with `body`, the payer's wallet signs `to_sign` exactly as returned (the permit, then each fill's
+ * `margin_move`), POST /v1/takes/{id}/signatures. Returns the signed take (or the failed response to inspect).
+ */
+export const takeOverHttp = (
+  base: string,
+  token: string,
+  payer: PrivateKeyAccount,
+  body: {
+    readonly client_take_id: string
+    readonly from: string
+    readonly to: string
+    readonly amount_in: string
+    readonly min_out: string
+    readonly payer: string
+    readonly recipient: string
+    readonly max_parts: number
+  },
+) =>
+  Effect.gen(function* () {
+    const auth = { authorization: `Bearer ${token}` }
+    const created = yield* post(`${base}/v1/takes`, body, auth)
+    if (created.status !== 200) return { ok: false as const, response: created }
+    const { take, to_sign } = created.json as { take: HttpTake; to_sign: ReadonlyArray<HttpSignItem> }
+    const permit = yield* Effect.promise(() =>
+      payer.signTypedData(to_sign.find((i) => i.kind === "permit")!.typed_data),
+    )
+    const fills: Array<{ fill_id: string; signature: Hex }> = []
+    for (const item of to_sign.filter((i) => i.kind === "margin_move")) {
+      fills.push({
+        fill_id: item.fill_id!,
+        signature: yield* Effect.promise(() => payer.signTypedData(item.typed_data)),
+      })
+    }
+    const signed = yield* post(`${base}/v1/takes/${take.id}/signatures`, { permit, fills }, auth)
+    if (signed.status !== 200) return { ok: false as const, response: signed }
+    return { ok: true as const, take: (signed.json as { take: HttpTake }).take }
+  })
+
+/** GET /v1/takes/{id} as the payer's session sees it. */
+export const getTake = (base: string, token: string, id: string) =>
+  Effect.map(
+    rawRequest(`${base}/v1/takes/${id}`, { headers: { authorization: `Bearer ${token}` } }),
+    (r) => (r.json as { take: HttpTake }).take,
+  )
