@@ -86,10 +86,11 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("/health on a
         const { env, chains } = yield* Env
         const sql = yield* SqlClient.SqlClient
         const ports = yield* Effect.all([freePort, freePort, freePort, freePort]).pipe(Effect.orDie)
-        // The second runner starts once the first listens: @effect/cluster creates its own tables
-        // without a lock, so two first-ever starts on an empty database can collide (README, known issue).
+        // Both runners start at once on a database the cluster never used: its storage tables are
+        // created under an advisory lock (src/Cluster.ts), so the two first-ever starts cannot collide.
         const a = spawnService({ ...env, PORT: String(ports[0]), RUNNER_PORT: String(ports[1]) })
-        yield* Effect.addFinalizer(() => stopService(a))
+        const b = spawnService({ ...env, PORT: String(ports[2]), RUNNER_PORT: String(ports[3]) })
+        yield* Effect.addFinalizer(() => Effect.all([stopService(a), stopService(b)], { concurrency: 2 }))
         const listening = (s: typeof a) =>
           Effect.promise(async () => {
             while (!s.output().includes("listening on")) {
@@ -97,10 +98,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("/health on a
               await new Promise((r) => setTimeout(r, 100))
             }
           })
-        yield* listening(a)
-        const b = spawnService({ ...env, PORT: String(ports[2]), RUNNER_PORT: String(ports[3]) })
-        yield* Effect.addFinalizer(() => stopService(b))
-        yield* listening(b)
+        yield* Effect.all([listening(a), listening(b)], { concurrency: 2 })
         const started = performance.now()
         let okAt: number | undefined
         let last: Health | undefined
