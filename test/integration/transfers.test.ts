@@ -709,6 +709,34 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
       }
       const withBody = yield* post(`${base}/v1/transfers`, good, { "content-type": "application/json" })
       expect([withBody.status, code(withBody)]).toEqual([401, "UNAUTHORIZED"])
+
+      // The withdrawal preparation path is shared with POST /v1/withdrawals/prepare, which answers as before.
+      const prepared = yield* post(
+        `${base}/v1/withdrawals/prepare`,
+        { venue: "hyperliquid", amount: "1000000", to: "signer" },
+        bearer(payer.token),
+      )
+      expect(prepared.status, prepared.text).toBe(200)
+      expect(prepared.json).toMatchObject({
+        venue: "hyperliquid",
+        amount: "1000000",
+        to: "signer",
+        destination: payer.address,
+      })
+      expect(Object.keys(prepared.json as object).sort()).toEqual([
+        "amount",
+        "destination",
+        "expires_at",
+        "to",
+        "typed_data",
+        "venue",
+      ])
+      const tooMuch = yield* post(
+        `${base}/v1/withdrawals/prepare`,
+        { venue: "hyperliquid", amount: (11n * USDC).toString(), to: "signer" },
+        bearer(payer.token),
+      )
+      expect([tooMuch.status, code(tooMuch)]).toEqual([422, "INSUFFICIENT_BALANCE"])
     }),
   )
 })
