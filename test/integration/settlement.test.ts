@@ -370,6 +370,46 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
     }),
   )
 
+  it.effect("a crash between committing each key and submitting it: resubmitted, one request per step", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const sql = yield* SqlClient.SqlClient
+      const relayer = yield* Relayer
+      const A = yield* newMaker(2, 3_000_000n)
+      const escrowHl0 = yield* balanceOf(hl, hl.escrow)
+      const escrowAster0 = yield* balanceOf(aster, aster.escrow)
+      const t = yield* take([{ order: A, amountIn: 1_200_000n, amountOut: 1_200_000n }])
+      // The first submit of every key dies, as if the process stopped right after the key's commit.
+      const crashed = new Set<string>()
+      const crashing = Relayer.of({
+        ...relayer,
+        submit: (request) =>
+          crashed.has(request.idempotencyKey)
+            ? relayer.submit(request)
+            : Effect.sync(() => crashed.add(request.idempotencyKey)).pipe(
+                Effect.zipRight(Effect.dieMessage("crash after the commit, before the submit")),
+              ),
+      })
+      yield* settleUntil("the fill settled", allIn(t.takeId, ["settled"])).pipe(
+        Effect.provideService(Relayer, crashing),
+      )
+      const fillId = t.fills[0]!.id
+      const keys = yield* sql<{ idempotency_key: string; status: string }>`
+        select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}
+        order by id`
+      expect(keys.map((k) => [k.idempotency_key, k.status])).toEqual(
+        ["lock", "pay", "claim", "claimPayment"].map((c) => [`settle:${fillId}:${c}`, "final"]),
+      )
+      expect([...crashed].sort()).toEqual(keys.map((k) => k.idempotency_key).sort())
+      // Exactly one effect per step: the maker escrow paid amount_out once, the taker escrow holds nothing extra.
+      expect(yield* balanceOf(hl, hl.escrow)).toBe(escrowHl0 - 1_200_000n)
+      expect(yield* balanceOf(aster, aster.escrow)).toBe(escrowAster0)
+      expect(yield* balanceOf(aster, A.payee)).toBe(1_200_000n)
+      const settledRows = yield* sql`select 1 from journal where kind = 'trade.settled' and payload->>'id' = ${fillId}`
+      expect(settledRows.length).toBe(1)
+    }),
+  )
+
   it.effect("expiries: the lock refunds after makerExpiry, the payment after takerExpiry", () =>
     Effect.gen(function* () {
       const { hl, aster } = yield* SettleEnv
