@@ -1,0 +1,322 @@
+/**
+ * `npm run demo`: a cross-venue transfer on a running devnet (`npm start` in another terminal), step by step.
+ *
+ *   1. A maker (anvil account #4) signs in, links its account on the maker venue, registers a quote identity,
+ *      issues a `quote` credential, and funds an escrow order from its wallet (fund_order + permit signed here).
+ *   2. The maker client (`npm run maker`, infra/maker/Maker.ts, as a child process) keeps the identity's lease and
+ *      publishes a signed quote set for the order.
+ *   3. A taker (anvil account #3) signs in (SIWE), links its accounts on both venues, creates a transfer intent
+ *      from one venue to the other, signs exactly what the API returns (GET /v1/takes/{id} `to_sign`), and POSTs
+ *      the signatures; the service settles each fill: lock → pay → claim (into the taker's margin) → claimPayment.
+ *   4. Both parties' balances before and after, on both venues (wallet, escrow, simulated venue margin).
+ *
+ * The keys are anvil's public test keys (TEST ONLY). Exit 0 once the transfer settled; 1 on a failed step; 2 when no
+ * devnet runs. Options by environment: DEVNET_DATA_DIR (default .data), DEMO_API_URL, DEMO_FROM (default
+ * hyperliquid), DEMO_TO (aster), DEMO_AMOUNT (base units, default 25 USDC), DEMO_TIMEOUT_SECONDS (300).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { getAddress, type Hex } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { ANVIL_PRIVATE_KEYS } from "../devnet/Anvil.ts"
+import { api, DemoStepFailed, linkAccount, signIn } from "./DemoApi.ts"
+import { type Party, renderBalances, snapshot, units } from "./DemoBalances.ts"
+import { DevnetNotRunning, findDevnet } from "./DemoDevnet.ts"
+import { Progress, step } from "./DemoLog.ts"
+
+const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url))
+const MAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4] as Hex)
+const TAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[3] as Hex)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const runId = () => crypto.randomUUID().slice(0, 8)
+
+/** Polls `read` every second until `done`, rewriting one progress line; fails after `seconds`. */
+const until = async <A>(
+  what: string,
+  seconds: number,
+  read: () => Promise<A>,
+  done: (a: A) => boolean,
+  show: (a: A) => string,
+): Promise<A> => {
+  const progress = new Progress(what)
+  const started = Date.now()
+  for (;;) {
+    const a = await read()
+    progress.update(`${show(a)}  (${Math.round((Date.now() - started) / 1000)} s)`)
+    if (done(a)) {
+      progress.end()
+      return a
+    }
+    if (Date.now() - started > seconds * 1000) {
+      progress.end()
+      throw new DemoStepFailed(`${what}: not done after ${seconds} s (last: ${show(a)})`)
+    }
+    await sleep(1_000)
+  }
+}
+
+/** The maker client as `npm run maker -- …` runs it, its output prefixed; resolves once a quote set is published. */
+const startMakerClient = (args: Array<string>, env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  let published: () => void = () => undefined
+  let failed: (e: Error) => void = () => undefined
+  const ready = new Promise<void>((resolve, reject) => {
+    published = resolve
+    failed = reject
+  })
+  const onLine = (chunk: Buffer) => {
+    for (const line of chunk
+      .toString("utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "")) {
+      step(`  [maker client] ${line}`)
+      if (line.includes("published quote set")) published()
+    }
+  }
+  child.stdout.on("data", onLine)
+  child.stderr.on("data", onLine)
+  child.once("exit", (code) => failed(new DemoStepFailed(`the maker client exited (${code}) before quoting`)))
+  return { child, ready }
+}
+
+const stopChild = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once("exit", r))
+  child.kill("SIGTERM")
+  await Promise.race([exited, sleep(3_000)])
+}
+
+const main = async () => {
+  const devnet = await findDevnet()
+  const a = api(devnet.apiUrl)
+  const from = process.env.DEMO_FROM || "hyperliquid"
+  const to = process.env.DEMO_TO || "aster"
+  const fromVenue = devnet.venues.find((v) => v.id === from)
+  const toVenue = devnet.venues.find((v) => v.id === to)
+  if (fromVenue === undefined || toVenue === undefined || from === to) {
+    throw new DemoStepFailed(`DEMO_FROM/DEMO_TO must be two of ${devnet.venues.map((v) => v.id).join(", ")}`)
+  }
+  const timeout = Number(process.env.DEMO_TIMEOUT_SECONDS || 300)
+  const amountIn = BigInt(process.env.DEMO_AMOUNT || 25_000_000)
+  const id = runId()
+  const fmtIn = (x: bigint | string) => `${units(BigInt(x), fromVenue.decimals)} ${fromVenue.symbol}@${from}`
+  const fmtOut = (x: bigint | string) => `${units(BigInt(x), toVenue.decimals)} ${toVenue.symbol}@${to}`
+  step(`Devnet API ${devnet.apiUrl}; demo run ${id}: ${fmtIn(amountIn)} → ${to}`)
+
+  // ---------------------------------------------------------------- the maker: an escrow order on `to`
+  step(`Maker ${MAKER.address} (anvil #4) signs in`)
+  const makerToken = await signIn(a, MAKER)
+  step(`  linked on ${to}: ${await linkAccount(a, makerToken, MAKER, to)}`)
+  const signerKey = generatePrivateKey()
+  const signer = privateKeyToAccount(signerKey)
+  const prepared = await a.expect(
+    "prepare quote identity",
+    [200],
+    a.call("POST", "/v1/quote-identities/prepare", { signer: signer.address }, makerToken),
+  )
+  const identity = await a.expect(
+    "register quote identity",
+    [201],
+    a.call(
+      "POST",
+      "/v1/quote-identities",
+      { signer: signer.address, signature: await signer.signTypedData(prepared.typed_data) },
+      makerToken,
+    ),
+  )
+  step(`  quote identity ${identity.id} (signer ${signer.address}, a fresh key held by the maker client)`)
+  const credential = await a.expect(
+    "issue credential",
+    [201],
+    a.call("POST", "/v1/credentials", { quote_identity_id: identity.id, scopes: ["quote"] }, makerToken),
+  )
+  step(`  credential ${credential.id} (scope quote; its mk_ token goes to the maker client only)`)
+  const orderAmount = amountIn * 4n
+  const created = await a.expect(
+    "create order",
+    [200],
+    a.call(
+      "POST",
+      "/v1/orders",
+      {
+        client_order_id: `demo-${id}`,
+        venue: to,
+        receive_venue: from,
+        owner_address: MAKER.address,
+        amount: orderAmount.toString(),
+        quote_identity_id: identity.id,
+      },
+      makerToken,
+    ),
+  )
+  const orderId = created.order.id as Hex
+  const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]) }
+  const taker: Party = { name: "taker", address: TAKER.address, orders: new Map() }
+  const before = await snapshot(devnet.venues, [maker, taker])
+  step(
+    `  order ${orderId}: ${fmtOut(orderAmount)}; signing ${created.to_sign.map((i: { kind: string }) => i.kind).join(", ")}`,
+  )
+  const signatures: Record<string, Hex> = {}
+  for (const item of created.to_sign as Array<{ kind: string; typed_data: never }>) {
+    signatures[item.kind] = await MAKER.signTypedData(item.typed_data)
+  }
+  await a.expect("sign order", [200], a.call("POST", `/v1/orders/${orderId}/signatures`, signatures, makerToken))
+  await until(
+    "  funding the order (escrow fund, waiting for finality)",
+    timeout,
+    () => a.expect("read order", [200], a.call("GET", `/v1/orders/${orderId}`, undefined, makerToken)),
+    (o) => o.state === "funded" || o.state === "failed",
+    (o) => `state ${o.state}, escrow ${fmtOut(o.escrow_available ?? "0")}`,
+  ).then((o) => {
+    if (o.state !== "funded") throw new DemoStepFailed(`the order ended ${o.state}: ${o.error}`)
+  })
+  step("  order funded")
+
+  // ---------------------------------------------------------------- the maker client quotes it
+  // amount_out ≤ amount_in × supply / receive: 1 000 000 base units of `from` buy 999 000 of `to` (a 0.1 %
+  // spread); fills of at least 0.1 unit out (min_fill ≤ supply); half the order per quote set.
+  const quote = `${from}:${MAKER.address}:999000:1000000:100000`
+  step(`Maker client: npm run maker -- --order ${orderId.slice(0, 10)}… --venue ${to} --quote ${quote}`)
+  const bot = startMakerClient(
+    [
+      ...["--api", devnet.apiUrl, "--identity", identity.id, "--order", orderId, "--venue", to],
+      ...["--quote", quote, "--quote-size", (orderAmount / 2n).toString(), "--validity", "180"],
+    ],
+    { MAKER_CREDENTIAL: credential.token, MAKER_SIGNER_KEY: signerKey },
+  )
+  try {
+    await Promise.race([
+      bot.ready,
+      sleep(60_000).then(() => {
+        throw new DemoStepFailed("the maker client published no quote set within 60 s")
+      }),
+    ])
+
+    // -------------------------------------------------------------- the taker: a transfer intent from → to
+    step(`Taker ${TAKER.address} (anvil #3) signs in with Ethereum`)
+    const takerToken = await signIn(a, TAKER)
+    for (const venue of [from, to]) {
+      step(`  linked on ${venue}: ${await linkAccount(a, takerToken, TAKER, venue)}`)
+    }
+    const preview = await a.expect(
+      "preview",
+      [200],
+      a.call("POST", "/v1/takes/preview", { from, to, amount_in: amountIn.toString() }),
+    )
+    step(`  preview: ${fmtIn(amountIn)} buys ${fmtOut(preview.total_out)} over ${preview.fills.length} fill(s)`)
+    const minOut = (BigInt(preview.total_out) * 99n) / 100n
+    const transfer = await a.expect(
+      "create transfer",
+      [200, 201],
+      a.call(
+        "POST",
+        "/v1/transfers",
+        {
+          client_transfer_id: `demo-${id}`,
+          from,
+          to,
+          amount_in: amountIn.toString(),
+          min_out: minOut.toString(),
+          payer: TAKER.address,
+          recipient: TAKER.address,
+          max_parts: 2,
+        },
+        takerToken,
+      ),
+    )
+    step(`  transfer intent ${transfer.id}: ${fmtIn(amountIn)} → at least ${fmtOut(minOut)} into margin on ${to}`)
+    const withTake = await until(
+      "  waiting for the take (a withdrawal first when the wallet lacks amount_in)",
+      timeout,
+      async () => {
+        const page = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
+        return (page.items as Array<{ id: string; take_id: string | null; withdrawal: { state: string } | null }>).find(
+          (t) => t.id === transfer.id,
+        )!
+      },
+      (t) => t.take_id !== null,
+      (t) => (t.take_id === null ? `withdrawal ${t.withdrawal?.state ?? "preparing"}` : `take ${t.take_id}`),
+    )
+    const takeId = withTake.take_id as string
+    const { take, to_sign } = await a.expect(
+      "read take",
+      [200],
+      a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken),
+    )
+    step(`  take ${takeId}: ${take.fills.length} fill(s), ${fmtIn(take.total_in)} → ${fmtOut(take.total_out)}`)
+    let permit: Hex | undefined
+    const fills: Array<{ fill_id: string; signature: Hex }> = []
+    for (const item of to_sign as Array<{ kind: string; signer: string; fill_id?: string; typed_data: never }>) {
+      if (getAddress(item.signer) !== TAKER.address) throw new DemoStepFailed(`a sign item for ${item.signer}`)
+      const signature = await TAKER.signTypedData(item.typed_data)
+      if (item.kind === "permit") permit = signature
+      else fills.push({ fill_id: item.fill_id!, signature })
+      step(`  signed ${item.kind}${item.fill_id === undefined ? "" : ` of fill ${item.fill_id}`}`)
+    }
+    await a.expect(
+      "submit signatures",
+      [200],
+      a.call("POST", `/v1/takes/${takeId}/signatures`, { permit, fills }, takerToken),
+    )
+    step("  signatures accepted: the service settles each fill (lock → pay → claim → claimPayment)")
+    const seen = new Set<string>()
+    const settled = await until(
+      "  settling (each step waits for finality)",
+      timeout,
+      async () => {
+        const t = (await a.expect("read take", [200], a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken)))
+          .take as {
+          final: boolean
+          fills: Array<{ fill_id: string; state: string; final: boolean; transactions: Array<Record<string, string>> }>
+        }
+        for (const f of t.fills) {
+          for (const tx of f.transactions) {
+            const k = `${f.fill_id}:${tx.kind}:${tx.status}`
+            if (!seen.has(k) && tx.hash !== null) {
+              seen.add(k)
+              step(`    fill ${f.fill_id.slice(0, 8)} ${tx.kind} on chain ${tx.chain_id}: ${tx.status} ${tx.hash}`)
+            }
+          }
+        }
+        return t
+      },
+      (t) => t.fills.every((f) => f.final),
+      (t) => t.fills.map((f) => `${f.fill_id.slice(0, 8)} ${f.state}`).join(", "),
+    )
+    const bad = settled.fills.filter((f) => f.state !== "settled")
+    if (bad.length > 0) throw new DemoStepFailed(`fills ended ${bad.map((f) => f.state).join(", ")}`)
+    const final = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
+    const mine = (final.items as Array<{ id: string; take_final: boolean | null }>).find((t) => t.id === transfer.id)
+    step(`  transfer ${transfer.id}: take_final ${mine?.take_final}`)
+  } finally {
+    await stopChild(bot.child)
+  }
+
+  // The simulator credits margin once it sees the router's deposit: give it a few seconds.
+  const marginAfter = async () =>
+    (await snapshot([toVenue], [taker])).get(`taker@${to}`)!.margin - before.get(`taker@${to}`)!.margin
+  await until(
+    "  the venue crediting the taker's margin",
+    30,
+    marginAfter,
+    (d) => d > 0n,
+    (d) => `+${fmtOut(d)}`,
+  )
+  const after = await snapshot(devnet.venues, [maker, taker])
+  step("Balances before → after (wallet, escrow orders, venue margin):")
+  for (const line of renderBalances(devnet.venues, [maker, taker], before, after)) step(line)
+  step("Done.")
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    const message = e instanceof Error ? e.message : String(e)
+    console.error(`demo: ${message}`)
+    process.exit(e instanceof DevnetNotRunning ? 2 : 1)
+  },
+)

@@ -1,0 +1,48 @@
+// Finds the running devnet the demo talks to: its API URL and the venues (chain RPC, token, escrow, simulator API)
+// from the devnet's data dir (`npm start` writes devnet.lock and devnet-config.json there), or from the
+// environment. Fails with a message saying what to do when no devnet answers.
+import { existsSync, readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import type { Address } from "viem"
+
+export interface DemoVenue {
+  readonly id: string
+  readonly name: string
+  readonly chain_id: number
+  readonly rpc_urls: ReadonlyArray<string>
+  readonly token: Address
+  readonly decimals: number
+  readonly symbol: string
+  readonly escrow: Address
+  /** The venue simulator (its /_control answers margin balances); absent when the devnet runs without one. */
+  readonly api_url?: string
+}
+
+export interface DemoDevnet {
+  readonly apiUrl: string
+  readonly venues: ReadonlyArray<DemoVenue>
+}
+
+export class DevnetNotRunning extends Error {}
+
+const HOW = "start it in another terminal with `npm start` (or set DEVNET_DATA_DIR / DEMO_API_URL)"
+
+/** DEVNET_DATA_DIR (default ./.data) holds devnet.lock (api_url) and devnet-config.json (venues). */
+export const findDevnet = async (env: NodeJS.ProcessEnv = process.env): Promise<DemoDevnet> => {
+  const dataDir = resolve(env.DEVNET_DATA_DIR || ".data")
+  const configFile = join(dataDir, "devnet-config.json")
+  const lockFile = join(dataDir, "devnet.lock")
+  if (!existsSync(configFile)) throw new DevnetNotRunning(`no devnet config at ${configFile}: ${HOW}`)
+  const config = JSON.parse(readFileSync(configFile, "utf8")) as { venues: ReadonlyArray<DemoVenue> }
+  const lock = existsSync(lockFile) ? (JSON.parse(readFileSync(lockFile, "utf8")) as { api_url?: string }) : {}
+  const apiUrl = (env.DEMO_API_URL || lock.api_url || "").replace(/\/$/, "")
+  if (apiUrl === "") throw new DevnetNotRunning(`the devnet in ${dataDir} is not running (no devnet.lock): ${HOW}`)
+  try {
+    const res = await fetch(`${apiUrl}/v1/info`, { signal: AbortSignal.timeout(3_000) })
+    if (res.status !== 200) throw new Error(`GET /v1/info answered ${res.status}`)
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e)
+    throw new DevnetNotRunning(`the devnet API ${apiUrl} does not answer (${why}): ${HOW}`)
+  }
+  return { apiUrl, venues: config.venues }
+}
