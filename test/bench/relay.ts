@@ -1,0 +1,132 @@
+/**
+ * Relayed transactions per second vs raw signed sends to the same anvil, in the same run:
+ * - baseline: a local key signs N `mint` calls with consecutive nonces and sends them
+ *   (eth_sendRawTransaction, 64 in flight), until the last receipt;
+ * - relayer: N requests submitted through Relayer.submit (idempotent rows), drained by the TxRelayer
+ *   loop (simulation, nonce allocation + signing + persistence in one transaction, broadcast,
+ *   receipts), until every request is `included`.
+ * Prints both rates and the ratio. BENCH_TXS (default 400).
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Fiber, Layer } from "effect"
+import { type Address, encodeFunctionData, type Hex } from "viem"
+import { makeTxRelayer } from "../../actors/TxRelayer.ts"
+import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
+import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { testAppConfig } from "../support/TestConfig.ts"
+
+const N = Number(process.env.BENCH_TXS ?? 400)
+const IN_FLIGHT = 64
+const DEADLINE_SECONDS = 300
+
+const recipient = (i: number): Address => `0x${(0xb0b00000 + i).toString(16).padStart(40, "0")}` as Address
+const mint = (i: number) =>
+  encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [recipient(i), BigInt(i + 1)] })
+
+const baseline = async (c: TestChain) => {
+  const sender = account(8)
+  let nonce = await c.pub.getTransactionCount({ address: sender.address })
+  const block = await c.pub.getBlock()
+  const maxFeePerGas = (block.baseFeePerGas ?? 10n ** 9n) * 2n + 10n ** 9n
+  const started = performance.now()
+  const hashes: Array<Hex> = []
+  for (let i = 0; i < N; i += IN_FLIGHT) {
+    const raws = await Promise.all(
+      Array.from({ length: Math.min(IN_FLIGHT, N - i) }, (_, j) =>
+        sender.signTransaction({
+          chainId: c.chain.id,
+          type: "eip1559",
+          to: c.token,
+          data: mint(100_000 + i + j),
+          gas: 100_000n,
+          nonce: nonce++,
+          maxFeePerGas,
+          maxPriorityFeePerGas: 10n ** 9n,
+        }),
+      ),
+    )
+    hashes.push(
+      ...(await Promise.all(raws.map((raw) => c.pub.request({ method: "eth_sendRawTransaction", params: [raw] })))),
+    )
+  }
+  await c.pub.waitForTransactionReceipt({ hash: hashes.at(-1)!, pollingInterval: 10 })
+  return (performance.now() - started) / 1000
+}
+
+const relayed = (c: TestChain) =>
+  Effect.gen(function* () {
+    const r = yield* Relayer
+    const sql = yield* SqlClient.SqlClient
+    const { deployment } = yield* AppConfig
+    const { run } = yield* makeTxRelayer(deployment.venues[0])
+    const fiber = yield* Effect.fork(run)
+    const started = performance.now()
+    yield* Effect.forEach(
+      Array.from({ length: N }, (_, i) => i),
+      (i) => r.submit({ idempotencyKey: `bench-${i}`, venue: "hyperliquid", to: c.token, data: mint(i) }),
+      { concurrency: 32, discard: true },
+    )
+    // Waiting: one status query every 20 ms (N concurrent awaitOutcome calls would measure the waiters),
+    // bounded so that a stuck relayer ends the bench with an error instead of hanging.
+    const deadline = started + DEADLINE_SECONDS * 1000
+    for (;;) {
+      if (performance.now() > deadline) throw new Error("the relayer did not include every request in time")
+      const [row] = yield* sql<{ done: string; bad: string }>`
+        select count(*) filter (where status in ('included', 'final'))::text as done,
+               count(*) filter (where status in ('reverted', 'replaced'))::text as bad
+        from relayer_requests where idempotency_key like 'bench-%'`
+      if (Number(row!.bad) > 0) throw new Error(`${row!.bad} requests failed`)
+      if (Number(row!.done) === N) break
+      yield* Effect.sleep("20 millis")
+    }
+    const seconds = (performance.now() - started) / 1000
+    yield* Fiber.interrupt(fiber)
+    return seconds
+  })
+
+const main = async () => {
+  const c = await startTestChain({ slotsInAnEpoch: 1 })
+  try {
+    const config = {
+      venues: [
+        venueEntry(c, "hyperliquid", {
+          relayer: { poll_ms: 100, batch: 128, allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }] },
+        }),
+      ],
+      operator_key: key(9),
+    }
+    const base = await baseline(c)
+    const ours = await Effect.runPromise(
+      relayed(c).pipe(
+        Effect.provide(
+          Layer.mergeAll(ChainClients.Live, FaultPoint.Noop, Relayer.Live).pipe(
+            Layer.provideMerge(TestDatabaseLive),
+            Layer.provideMerge(testAppConfig(config)),
+          ),
+        ),
+        Effect.scoped,
+      ),
+    )
+    console.log(`relay: ${N} mint transactions to one anvil (automine)`)
+    console.log(`  raw signed sends (baseline): ${(N / base).toFixed(0)} tx/s (${base.toFixed(2)} s)`)
+    console.log(
+      `  TxRelayer (submit, simulate, persist, broadcast, receipt): ${(N / ours).toFixed(0)} tx/s (${ours.toFixed(2)} s)`,
+    )
+    console.log(`  ratio relayer/baseline: ${(base / ours).toFixed(2)}`)
+  } finally {
+    await c.anvil.stop()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e)
+    process.exit(1)
+  },
+)
