@@ -24,7 +24,7 @@ export interface FastPathOptions {
 }
 
 /** The CORS headers Effect's cors middleware adds to a simple (non-preflight) response. */
-const corsHeaders = (origins: ReadonlyArray<string>, exposed: string) => (origin: string | undefined) => {
+export const corsHeaders = (origins: ReadonlyArray<string>, exposed: string) => (origin: string | undefined) => {
   const headers: Record<string, string> = {}
   if (origins.length === 1) {
     headers["access-control-allow-origin"] = origins[0]!

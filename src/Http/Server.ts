@@ -1,11 +1,13 @@
 import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
 import { Config, Console, Effect, Layer } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { SecureRandom } from "../SecureRandom.ts"
+import { renewLeaseWithCredential } from "../Store/QuoteIdentities.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
 import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
@@ -19,6 +21,7 @@ import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
 import { infoFixed } from "./InfoBody.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
+import { installLeaseFastPath } from "./LeaseFastPath.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
 import { MarketHandlers } from "./MarketHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -74,6 +77,8 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const clock = yield* Effect.clock
+      const sql = yield* SqlClient.SqlClient
+      const { requests_per_second: rate, request_burst: burst } = config.deployment.limits
       // server_time is the only part that changes: splice it into the fixed JSON, in schema order.
       const { api_version, ...rest } = infoFixed(config)
       const template = JSON.stringify({ api_version, server_time: "\u0000", ...rest })
@@ -83,6 +88,17 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         if (options.fastPaths !== false) {
           installFastPaths(server, {
             routes: [{ path: "/v1/info", render: (now) => `${head}"${toRfc3339(now)}"${tail}` }],
+            origins: config.deployment.app_origins,
+            exposedHeaders: EXPOSED_HEADERS,
+            now: () => clock.unsafeCurrentTimeMillis(),
+          })
+          installLeaseFastPath(server, {
+            renew: (p) =>
+              Effect.runPromise(
+                renewLeaseWithCredential({ ...p, bucket: { rate, burst } }).pipe(
+                  Effect.provideService(SqlClient.SqlClient, sql),
+                ),
+              ),
             origins: config.deployment.app_origins,
             exposedHeaders: EXPOSED_HEADERS,
             now: () => clock.unsafeCurrentTimeMillis(),

@@ -1,6 +1,7 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { appendJournal } from "./Journal.ts"
+import { takeTokenStatement } from "./RateLimiter.ts"
 
 export interface QuoteIdentityRow {
   readonly id: string
@@ -66,19 +67,7 @@ export type RenewOutcome =
 export const renewLease = (id: string, ttlSeconds: number, master: string | null = null) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ found: boolean; generation: string | null; lease_expires_at: Date | null }>`
-      with renewed as (
-        update quote_identities set
-          generation = case when kind = 'credential' and lease_expires_at <= now()
-            then generation + 1 else generation end,
-          lease_expires_at = case when kind = 'browser' then lease_expires_at
-            else now() + make_interval(secs => ${ttlSeconds}) end
-        where id = ${id} and revoked_at is null and (${master}::text is null or master = ${master})
-        returning generation, lease_expires_at
-      ), cleared as (
-        update quote_sets s set active = false, deactivated_at = now(), deactivated_reason = 'lease_expired'
-        from renewed r
-        where s.quote_identity_id = ${id} and s.active and s.identity_generation < r.generation
-      )
+      with ${renewalCtes(sql, id, ttlSeconds, sql`(${master}::text is null or master = ${master})`)}
       select exists (select 1 from quote_identities
                      where id = ${id} and (${master}::text is null or master = ${master})) as found,
              r.generation::text as generation, r.lease_expires_at
@@ -88,6 +77,65 @@ export const renewLease = (id: string, ttlSeconds: number, master: string | null
           return { _tag: "Renewed", generation: row.generation, lease_expires_at: row.lease_expires_at }
         }
         return row?.found ? { _tag: "Revoked" } : { _tag: "NotFound" }
+      }),
+    ),
+  )
+
+/**
+ * The renewal as two CTEs, `renewed` (generation, lease_expires_at of the renewed identity; no row
+ * when it is revoked or `condition` fails) and the deactivation of older-generation sets. Shared by
+ * renewLease and the lease fast path (src/Http/LeaseFastPath.ts), which adds its own condition.
+ */
+export const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: number, condition: Statement.Fragment) =>
+  sql`renewed as (
+        update quote_identities set
+          generation = case when kind = 'credential' and lease_expires_at <= now()
+            then generation + 1 else generation end,
+          lease_expires_at = case when kind = 'browser' then lease_expires_at
+            else now() + make_interval(secs => ${ttlSeconds}) end
+        where id = ${id} and revoked_at is null and ${condition}
+        returning generation, lease_expires_at
+      ), cleared as (
+        update quote_sets s set active = false, deactivated_at = now(), deactivated_reason = 'lease_expired'
+        from renewed r
+        where s.quote_identity_id = ${id} and s.active and s.identity_generation < r.generation
+      )`
+
+export type CredentialRenewOutcome =
+  | { readonly _tag: "Renewed"; readonly generation: string; readonly lease_expires_at: Date }
+  /** Charged, but the identity was revoked in between (a revocation won the row lock). */
+  | { readonly _tag: "Revoked" }
+  /** Nothing happened: no live credential with the quote scope bound to `id`, or its budget is empty. */
+  | { readonly _tag: "Skipped" }
+
+/**
+ * A lease renewal by an `mk_` bearer in one statement: the live credential by its token hash, with
+ * the quote scope and bound to `id`; one token of its request budget (as the HTTP middleware takes
+ * it, takeTokenStatement); and the renewal (renewalCtes). When the credential does not qualify or
+ * its budget is empty nothing is written, so the caller can hand the request to the full pipeline,
+ * which answers the precise error.
+ */
+export const renewLeaseWithCredential = (p: {
+  readonly tokenHash: Buffer
+  readonly id: string
+  readonly ttlSeconds: number
+  readonly bucket: { readonly rate: number; readonly burst: number }
+}) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ charged: boolean; generation: string | null; lease_expires_at: Date | null }>`
+      with c as (
+        select id from credentials
+        where token_hash = ${p.tokenHash} and revoked_at is null and quote_identity_id = ${p.id}
+          and 'quote' = any (scopes)
+      ), taken as (
+        ${takeTokenStatement(sql, sql`select 'credential:' || id::text as key from c`, p.bucket)}
+      ), ${renewalCtes(sql, p.id, p.ttlSeconds, sql`exists (select 1 from taken)`)}
+      select exists (select 1 from taken) as charged, r.generation::text as generation, r.lease_expires_at
+      from (select 1) one left join renewed r on true`.pipe(
+      Effect.map(([row]): CredentialRenewOutcome => {
+        if (!row?.charged) return { _tag: "Skipped" }
+        if (row.generation === null || row.lease_expires_at === null) return { _tag: "Revoked" }
+        return { _tag: "Renewed", generation: row.generation, lease_expires_at: row.lease_expires_at }
       }),
     ),
   )
