@@ -14,9 +14,10 @@
  */
 import { Singleton } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Queue, Schedule, Stream } from "effect"
+import { Duration, Effect, Option, Queue, Schedule, Stream } from "effect"
 import { getAddress, type Hex } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { Relayer } from "../src/Chain/Relayer.ts"
 import {
   cancelLockCall,
@@ -171,7 +172,11 @@ export const sweepSettlement = (open: OpenSecret) =>
             return false
           case "Submit": {
             const written = yield* recordCall(f, action.call, action.key, action.state, action.error)
-            if (written) yield* submitCall(f, action.call, action.key, open)
+            if (!written) return false
+            // Crash harness: a stop here leaves a stored key the relayer lacks (the next pass resubmits it).
+            const faults = yield* Effect.serviceOption(FaultPoint)
+            if (Option.isSome(faults)) yield* faults.value.hit("settlement.after-commit-before-submit")
+            yield* submitCall(f, action.call, action.key, open)
             return written
           }
           case "Resubmit":

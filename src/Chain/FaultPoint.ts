@@ -17,6 +17,8 @@ export const FAULT_POINTS = [
   "relayer.after-commit-before-publish",
   /** The watcher committed an ingest page; the status row is not updated yet. */
   "watcher.after-ingest-before-status",
+  /** Settlement committed a fill's call key (and state); the call is not submitted to the relayer yet. */
+  "settlement.after-commit-before-submit",
 ] as const
 export type FaultPointName = (typeof FAULT_POINTS)[number]
 
