@@ -1,5 +1,19 @@
 import fc from "fast-check"
+import { decodeFunctionData, getAddress, keccak256 } from "viem"
 import { describe, expect, it } from "vitest"
+import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
+import {
+  cancelLockCall,
+  claimCall,
+  claimPaymentCall,
+  fillFromWire,
+  lockCall,
+  payCall,
+  permitArg,
+  quoteSetFromRow,
+  refundCall,
+  refundPaymentCall,
+} from "../../src/Chain/SettlementCalls.ts"
 import {
   type Action,
   attemptOf,
@@ -12,6 +26,7 @@ import {
   type OutcomeStatus,
   type SettlementCall,
 } from "../../src/Domain/SettlementStep.ts"
+import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 
 const ID = "7f1e0c2a-0000-4000-8000-000000000001"
 const T0 = 1_800_000_000n
@@ -292,5 +307,80 @@ describe("settlement step: invariants", () => {
       }),
       { numRuns: 5000 },
     )
+  })
+})
+
+describe("settlement calls: calldata from stored records", () => {
+  const fillMsg = {
+    fillId: `0x${"0".repeat(32)}${ID.replaceAll("-", "")}` as `0x${string}`,
+    orderId: `0x${"11".repeat(32)}` as `0x${string}`,
+    sequence: 3n,
+    makerChainId: 999n,
+    makerEscrow: getAddress(`0x${"aa".repeat(20)}`),
+    takerChainId: 42161n,
+    takerEscrow: getAddress(`0x${"bb".repeat(20)}`),
+    payer: getAddress(`0x${"cc".repeat(20)}`),
+    payee: getAddress(`0x${"dd".repeat(20)}`),
+    amountIn: 10n ** 30n,
+    recipient: getAddress(`0x${"ee".repeat(20)}`),
+    amountOut: 2n ** 255n,
+    dex: 4294967295,
+    toMargin: true,
+    hashlock: keccak256(SECRET as `0x${string}`),
+    makerExpiry: T0 + 1800n,
+    takerExpiry: T0 + 3600n,
+  }
+
+  it("the wire Fill (decimal strings, lowercase addresses) converts back to the signed message exactly", () => {
+    const wire = JSON.parse(
+      JSON.stringify(toWireTypedData(fillMsg), (_k, v) =>
+        typeof v === "string" && /^0x[0-9a-fA-F]{40}$/.test(v) ? v.toLowerCase() : v,
+      ),
+    )
+    expect(fillFromWire(wire)).toEqual(fillMsg)
+  })
+
+  it("lock, pay, claim and the refunds encode the escrow functions with the records' values", () => {
+    const set = quoteSetFromRow({
+      order_id: fillMsg.orderId,
+      sequence: "3",
+      identity_generation: "7",
+      quote_size: "1000",
+      valid_until: new Date(Number(T0) * 1000),
+      quotes: [
+        {
+          chain_id: 42161,
+          token: `0x${"12".repeat(20)}`,
+          recipient: `0x${"dd".repeat(20)}`,
+          supply: "5",
+          receive: "4",
+          min_fill: "1",
+        },
+      ],
+    })
+    const lock = decodeFunctionData({ abi: settlementEscrowAbi, data: lockCall(fillMsg, "0x01", set, 0, "0x02") })
+    expect(lock.functionName).toBe("lock")
+    expect(lock.args[0]).toEqual(fillMsg)
+    expect(lock.args[2]).toMatchObject({ sequence: 3n, generation: 7n, quoteSize: 1000n, validUntil: T0 })
+    const sig = `0x${"ab".repeat(32)}${"cd".repeat(32)}01` as `0x${string}`
+    const pay = decodeFunctionData({ abi: settlementEscrowAbi, data: payCall(fillMsg, "0x01", permitArg(5n, 6n, sig)) })
+    expect(pay.args[2]).toEqual({
+      value: 5n,
+      deadline: 6n,
+      v: 28,
+      r: `0x${"ab".repeat(32)}`,
+      s: `0x${"cd".repeat(32)}`,
+    })
+    for (const [data, name] of [
+      [claimCall(fillMsg.fillId, SECRET as `0x${string}`), "claim"],
+      [claimPaymentCall(fillMsg.fillId, SECRET as `0x${string}`), "claimPayment"],
+      [cancelLockCall(fillMsg.fillId), "cancelLock"],
+      [refundCall(fillMsg.fillId), "refund"],
+      [refundPaymentCall(fillMsg.fillId), "refundPayment"],
+    ] as const) {
+      const d = decodeFunctionData({ abi: settlementEscrowAbi, data })
+      expect(d.functionName).toBe(name)
+      expect(d.args[0]).toBe(fillMsg.fillId)
+    }
   })
 })
