@@ -1,9 +1,13 @@
 /**
  * Settlement throughput and latency versus the chains' own pace, in one run (issue 9 "Benchmark").
  *
- * Two anvil chains with the real contracts (999 = the makers' chain, 42161 = the takers'), a block every 250 ms on
- * both, finality = 2 confirmations (the watcher's rule), the service's VenueWatchers, TxRelayers and the Settlement
- * actor (runSettlement, secrets sealed as the takes routes store them). Then:
+ * Two anvil chains with the real contracts (999 = the makers' chain, 42161 = the takers'), finality = 2
+ * confirmations (the watcher's rule), the service's VenueWatchers, TxRelayers and the Settlement actor
+ * (runSettlement, secrets sealed as the takes routes store them). Mining, BENCH_MINING:
+ *   interval (default): one block per second and nothing else, as on the devnet (`npm start`);
+ *   auto: a block per transaction plus one every 250 ms (the integration tests' chains): finality comes as fast
+ *         as transactions arrive, so the raw path measures little more than RPC round trips.
+ * Then:
  *
  *   service: N signed takes of K fills each (one fill per maker order; rows with real signatures exactly as
  *            POST /v1/takes/{id}/signatures leaves them, test/support/Takes.ts) are written at once; the service
@@ -49,6 +53,8 @@ import { testAppConfig } from "../support/TestConfig.ts"
 const TAKES = Number(process.env.BENCH_TAKES ?? 8)
 const FILLS = Number(process.env.BENCH_FILLS ?? 3)
 const CONFIRMATIONS = 2
+const INTERVAL = (process.env.BENCH_MINING ?? "interval") !== "auto"
+/** The extra miner's period in auto mode. */
 const BLOCK_MS = 250
 const PER_FILL = 1_000_000n
 const OPERATOR = 9
@@ -62,7 +68,7 @@ class Chains extends Context.Tag("bench/Chains")<Chains, { readonly hl: TestChai
 
 const chainOf = (chainId: number, kind: "hyperliquid" | "aster") =>
   Effect.acquireRelease(
-    Effect.promise(() => startTestChain({ chainId, kind })),
+    Effect.promise(() => startTestChain({ chainId, kind, ...(INTERVAL ? { blockTime: 1 } : {}) })),
     (c) => Effect.promise(() => c.anvil.stop()),
   )
 
@@ -75,7 +81,7 @@ const entry = (c: TestChain, id: string) => {
   return v
 }
 
-/** Chains mining a block every BLOCK_MS, the database, config, chain clients and Relayer; watchers and relayers running. */
+/** Both chains (mining per BENCH_MINING), the database, config, chain clients and Relayer; watchers and relayers running. */
 const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
     const [hl, aster] = yield* Effect.all([chainOf(999, "hyperliquid"), chainOf(42161, "aster")], { concurrency: 2 })
@@ -94,12 +100,14 @@ const Live = Layer.unwrapScoped(
         yield* Effect.forkScoped(runVenueWatcher(v))
         yield* Effect.forkScoped(runTxRelayer(v))
       }
-      yield* Effect.forkScoped(
-        Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
-          Effect.zipRight(Effect.sleep(`${BLOCK_MS} millis`)),
-          Effect.forever,
-        ),
-      )
+      if (!INTERVAL) {
+        yield* Effect.forkScoped(
+          Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
+            Effect.zipRight(Effect.sleep(`${BLOCK_MS} millis`)),
+            Effect.forever,
+          ),
+        )
+      }
       return { hl, aster }
     })
     return Layer.scoped(Chains, background).pipe(Layer.provideMerge(base))
@@ -283,8 +291,9 @@ const program = Effect.gen(function* () {
   const { hl, aster } = yield* Chains
   const sql = yield* SqlClient.SqlClient
   const fills = TAKES * FILLS
+  const mining = INTERVAL ? "a block every 1 s (devnet)" : `automine + a block every ${BLOCK_MS} ms`
   console.log(
-    `settle bench: ${TAKES} takes × ${FILLS} fills = ${fills} fills; blocks every ${BLOCK_MS} ms, finality ${CONFIRMATIONS} confirmations; load ${load()}`,
+    `settle bench: ${TAKES} takes × ${FILLS} fills = ${fills} fills; ${mining}, finality ${CONFIRMATIONS} confirmations; load ${load()}`,
   )
 
   // Raw first, while no Settlement actor runs (its takes' rows exist only between signing and extraction).
@@ -301,7 +310,7 @@ const program = Effect.gen(function* () {
   const serviceOrders = yield* makers(account(OPERATOR).address, account(1))
   const servicePayers = yield* payers
   // The escrow index must show the orders funded before a lock is decided on.
-  yield* Effect.sleep(`${BLOCK_MS * (CONFIRMATIONS + 2)} millis`)
+  yield* Effect.sleep(`${(INTERVAL ? 1000 : BLOCK_MS) * (CONFIRMATIONS + 2)} millis`)
   yield* Effect.forkScoped(runSettlement(openStoredFillSecret))
   const takeIds: Array<string> = []
   for (const p of servicePayers) takeIds.push((yield* takeOf(p, serviceOrders)).takeId)
