@@ -5,6 +5,7 @@ import type { Migrator } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer, Option, type Redacted } from "effect"
 import { AppConfig } from "../Config.ts"
+import { MIGRATIONS_LOCK, withAdvisoryLock } from "./AdvisoryLock.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations", import.meta.url))
@@ -28,9 +29,13 @@ export const migrationsLoader: Migrator.Loader = Effect.sync(() =>
     .sort(([a], [b]) => a - b),
 )
 
-/** A pool on the given PostgreSQL with every pending migration applied (PgMigrator locks the table). */
+/**
+ * A pool on the given PostgreSQL with every pending migration applied. PgMigrator locks its table
+ * while it migrates, but creates that table without a lock: the advisory lock makes two first-ever
+ * starts on one empty database take turns (see withAdvisoryLock).
+ */
 export const databaseLayer = (url: Redacted.Redacted<string>) =>
-  PgMigrator.layer({ loader: migrationsLoader }).pipe(
+  withAdvisoryLock(MIGRATIONS_LOCK, PgMigrator.layer({ loader: migrationsLoader })).pipe(
     Layer.provide(NodeContext.layer),
     Layer.provideMerge(PgClient.layer({ url, maxConnections: 16, applicationName: "settlement" })),
   )

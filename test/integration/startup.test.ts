@@ -83,6 +83,34 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (
   )
 
   it.effect(
+    "first-ever concurrent starts on an empty database apply the migrations once (3 rounds of 4 processes' pools)",
+    () =>
+      Effect.gen(function* () {
+        // Without the migrations' advisory lock, PgMigrator's `create table if not exists` of its own table races:
+        // one of the starts fails with 'relation "effect_sql_migrations" already exists' or a duplicate key.
+        const expected = (yield* migrationsLoader).length
+        for (let round = 0; round < 3; round++) {
+          const url = yield* testDatabaseUrl
+          const exits = yield* Effect.all(
+            Array.from({ length: 4 }, () => Effect.exit(Layer.build(databaseLayer(url)).pipe(Effect.scoped))),
+            { concurrency: "unbounded" },
+          )
+          for (const exit of exits) {
+            if (Exit.isFailure(exit)) {
+              const error = Cause.squash(exit.cause) as { readonly cause?: unknown }
+              expect.fail(`round ${round}: ${String(error)} (${String(error.cause)})`)
+            }
+          }
+          const applied = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            sql<{ n: number }>`select count(*)::int as n from effect_sql_migrations`,
+          ).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })))
+          expect(applied[0]!.n).toBe(expected)
+        }
+      }).pipe(Effect.scoped),
+    120_000,
+  )
+
+  it.effect(
     "two processes started at once on a database without cluster tables both come up, as two runners",
     () =>
       Effect.gen(function* () {
