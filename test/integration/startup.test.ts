@@ -101,8 +101,9 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (
               expect.fail(`round ${round}: ${String(error)} (${String(error.cause)})`)
             }
           }
-          const applied = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-            sql<{ n: number }>`select count(*)::int as n from effect_sql_migrations`,
+          const applied = yield* Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql<{ n: number }>`select count(*)::int as n from effect_sql_migrations`,
           ).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })))
           expect(applied[0]!.n).toBe(expected)
         }
