@@ -48,7 +48,7 @@ import { expireUnsignedTakes } from "../src/Store/Takes.ts"
 
 /** Fallback pass interval (finality, which the index waits for, does not notify). */
 export const SETTLEMENT_SWEEP = Duration.millis(500)
-/** Fills per pass; the rest follow on the next passes, oldest first. */
+/** Fills per page of a pass (a pass reads every page). */
 const BATCH = 200
 
 /**
@@ -140,62 +140,70 @@ const chainTimes = (venues: ReadonlyArray<string>) =>
   })
 
 /** One pass over the nonfinal fills: one action per fill. Returns how many fills it acted on. */
-export const sweepSettlement = (open: OpenSecret) =>
+export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
-    const fills = yield* settlingFills(BATCH)
-    if (fills.length === 0) return 0
-    const times = yield* chainTimes([...new Set(fills.flatMap((f) => [f.maker_venue, f.taker_venue]))])
-    const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
     let acted = 0
-    for (const f of fills) {
-      const makerNow = times.get(f.maker_venue)
-      const takerNow = times.get(f.taker_venue)
-      if (makerNow === undefined || takerNow === undefined) continue
-      const facts: FillFacts = {
-        fillId: f.id,
-        state: f.state,
-        keys: keysOf(f),
-        outcomes,
-        lock: f.lock_state === null ? null : { state: f.lock_state, secret: f.lock_secret },
-        payment: f.payment_state === null ? null : { state: f.payment_state, secret: f.payment_secret },
-        makerExpiry: BigInt(f.maker_expiry),
-        takerExpiry: BigInt(f.taker_expiry),
-        makerNow,
-        takerNow,
-        revealCutoff: BigInt(deployment.settlement.reveal_cutoff_seconds),
-      }
-      const action = decide(facts)
-      const step = Effect.gen(function* () {
-        switch (action._tag) {
-          case "Wait":
-            return false
-          case "Submit": {
-            const written = yield* recordCall(f, action.call, action.key, action.state, action.error)
-            if (!written) return false
-            // Crash harness: a stop here leaves a stored key the relayer lacks (the next pass resubmits it).
-            const faults = yield* Effect.serviceOption(FaultPoint)
-            if (Option.isSome(faults)) yield* faults.value.hit("settlement.after-commit-before-submit")
-            yield* submitCall(f, action.call, action.key, open)
-            return written
-          }
-          case "Resubmit":
-            // Not counted as progress: a call the relayer keeps refusing must not spin the loop.
-            yield* submitCall(f, action.call, action.key, open)
-            return false
-          case "Advance":
-            return yield* advanceFill(f, action.state)
-          case "Finish":
-            return yield* finishFill(f, action.state, action.error ?? f.error)
+    let times: Map<string, bigint> | null = null
+    let after: { createdKey: string; id: string } | null = null
+    // Every nonfinal fill each pass, page by page: fills waiting for an expiry must not starve newer ones.
+    for (;;) {
+      const fills: ReadonlyArray<SettlingFill> = yield* settlingFills(pageSize, after)
+      if (fills.length === 0) break
+      times ??= yield* chainTimes(deployment.venues.map((v) => v.id))
+      const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
+      for (const f of fills) {
+        const makerNow = times.get(f.maker_venue)
+        const takerNow = times.get(f.taker_venue)
+        if (makerNow === undefined || takerNow === undefined) continue
+        const facts: FillFacts = {
+          fillId: f.id,
+          state: f.state,
+          keys: keysOf(f),
+          outcomes,
+          lock: f.lock_state === null ? null : { state: f.lock_state, secret: f.lock_secret },
+          payment: f.payment_state === null ? null : { state: f.payment_state, secret: f.payment_secret },
+          makerExpiry: BigInt(f.maker_expiry),
+          takerExpiry: BigInt(f.taker_expiry),
+          makerNow,
+          takerNow,
+          revealCutoff: BigInt(deployment.settlement.reveal_cutoff_seconds),
         }
-      })
-      // One fill's failure (a node, a defect) must not stall the others.
-      const done = yield* step.pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.as(Effect.logWarning(`settlement of fill ${f.id} failed`, cause), false),
-        ),
-      )
-      if (done) acted++
+        const action = decide(facts)
+        const step = Effect.gen(function* () {
+          switch (action._tag) {
+            case "Wait":
+              return false
+            case "Submit": {
+              const written = yield* recordCall(f, action.call, action.key, action.state, action.error)
+              if (!written) return false
+              // Crash harness: a stop here leaves a stored key the relayer lacks (the next pass resubmits it).
+              const faults = yield* Effect.serviceOption(FaultPoint)
+              if (Option.isSome(faults)) yield* faults.value.hit("settlement.after-commit-before-submit")
+              yield* submitCall(f, action.call, action.key, open)
+              return written
+            }
+            case "Resubmit":
+              // Not counted as progress: a call the relayer keeps refusing must not spin the loop.
+              yield* submitCall(f, action.call, action.key, open)
+              return false
+            case "Advance":
+              return yield* advanceFill(f, action.state)
+            case "Finish":
+              return yield* finishFill(f, action.state, action.error ?? f.error)
+          }
+        })
+        // One fill's failure (a node, a defect) must not stall the others.
+        const done = yield* step.pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.as(Effect.logWarning(`settlement of fill ${f.id} failed`, cause), false),
+          ),
+        )
+        if (done) acted++
+      }
+      if (fills.length < pageSize) break
+      const last: SettlingFill = fills[fills.length - 1]!
+      after = { createdKey: last.created_key, id: last.id }
     }
     return acted
   })

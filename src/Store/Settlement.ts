@@ -13,6 +13,8 @@ import { appendJournal } from "./Journal.ts"
 
 export interface SettlingFill {
   readonly id: string
+  /** created_at as Postgres text (microseconds kept): the page key with id. */
+  readonly created_key: string
   readonly take_id: string
   readonly order_id: string
   readonly state: FillState
@@ -61,12 +63,18 @@ export interface SettlingFill {
   readonly payment_secret: string | null
 }
 
-/** Fills the sweep drives: signed and beyond, not final; oldest first, at most `limit`. */
-export const settlingFills = (limit: number) =>
+/**
+ * Fills the sweep drives: signed and beyond, not final; oldest first, at most `limit`, after the page key `after`
+ * (the last row's created_key and id) when given.
+ */
+export const settlingFills = (
+  limit: number,
+  after: { readonly createdKey: string; readonly id: string } | null = null,
+) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<SettlingFill>`
-      select f.id, f.take_id, f.order_id, f.state, f.fill_key, f.hashlock, f.maker_venue, f.taker_venue, f.sequence::text,
+      select f.id, f.created_at::text as created_key, f.take_id, f.order_id, f.state, f.fill_key, f.hashlock, f.maker_venue, f.taker_venue, f.sequence::text,
              f.quote_index, f.amount_in::text, f.amount_out::text, f.maker_expiry::text, f.taker_expiry::text,
              f.fill, f.signature, f.secret_ciphertext, f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key,
              f.cancel_key, f.refund_key, f.refund_payment_key, f.revealed_at, f.error,
@@ -82,6 +90,7 @@ export const settlingFills = (limit: number) =>
       left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
       left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = f.fill_key
       where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+        ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
       order by f.created_at, f.id
       limit ${limit}`,
   )

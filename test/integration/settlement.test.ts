@@ -118,12 +118,12 @@ const takeState = (takeId: string) =>
 const settleUntil = (
   what: string,
   done: Effect.Effect<boolean, unknown, SqlClient.SqlClient>,
-  options: { readonly open?: OpenSecret; readonly seconds?: number } = {},
+  options: { readonly open?: OpenSecret; readonly seconds?: number; readonly pageSize?: number } = {},
 ) =>
   Effect.gen(function* () {
     const deadline = Date.now() + (options.seconds ?? 90) * 1000
     for (;;) {
-      yield* sweepSettlement(options.open ?? open)
+      yield* sweepSettlement(options.open ?? open, options.pageSize)
       if (yield* done) return
       if (Date.now() > deadline) {
         const rows = yield* Effect.flatMap(
@@ -202,7 +202,10 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
         // 1e6 × 99 ≥ 990 000 × 100: exactly at B's price.
         { order: B, amountIn: 1_000_000n, amountOut: 990_000n },
       ])
-      yield* settleUntil("both fills settled", allIn(t.takeId, ["settled", "failed", "cancelled", "refunded"]))
+      // Pages of one fill: a pass reads every page.
+      yield* settleUntil("both fills settled", allIn(t.takeId, ["settled", "failed", "cancelled", "refunded"]), {
+        pageSize: 1,
+      })
 
       const rows = yield* fillsOf(t.takeId)
       expect(rows.map((r) => [r.state, r.final, r.error])).toEqual([
