@@ -96,7 +96,9 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
           return toQuoteIdentity(created.value)
         }),
       )
-      .handle("getIdentity", ({ path }) => Effect.map(visibleIdentity(path.id), toQuoteIdentity))
+      .handle("getIdentity", ({ path }) =>
+        Effect.zipRight(snapshotCursor, Effect.map(visibleIdentity(path.id), toQuoteIdentity)),
+      )
       .handle("renewLease", ({ path, payload }) =>
         Effect.gen(function* () {
           // One round trip: visibility, the revoked check and the renewal are one statement. A credential sees

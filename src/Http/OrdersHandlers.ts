@@ -14,6 +14,7 @@ import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
 import {
@@ -325,12 +326,15 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
       .handle("list", ({ urlParams }) =>
         Effect.gen(function* () {
           const session = yield* requireSession
+          yield* snapshotCursor
           const row = yield* findOrderByClientId(session.master, urlParams.client_order_id).pipe(Effect.orDie)
           return { data: Option.isSome(row) ? [yield* orderView(row.value)] : [] }
         }),
       )
       .handle("get", ({ path }) =>
-        Effect.flatMap(requireSession, (s) => Effect.flatMap(ownOrder(path.id, s.master), orderView)),
+        Effect.flatMap(requireSession, (s) =>
+          Effect.zipRight(snapshotCursor, Effect.flatMap(ownOrder(path.id, s.master), orderView)),
+        ),
       )
       .handle("publishQuotes", ({ path, payload }) =>
         Effect.gen(function* () {
@@ -430,6 +434,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
       .handle("preparation", ({ path }) =>
         Effect.gen(function* () {
           const session = yield* requireSession
+          yield* snapshotCursor
           const order = yield* ownOrder(path.id, session.master)
           return { order: yield* orderView(order), to_sign: order.to_sign as ReadonlyArray<SignItem> }
         }),
