@@ -7,6 +7,7 @@
 import { getAddress } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
+import { quoteFromWire } from "../../src/Domain/WireQuote.ts"
 import { type MakerOptions, parseMakerOptions, UsageError } from "./MakerOptions.ts"
 
 interface Venue {
@@ -91,14 +92,7 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
         generation: BigInt(generation),
         quoteSize: BigInt(o.quoteSize),
         validUntil: BigInt(validUntil),
-        quotes: quotes.map((q) => ({
-          chainId: BigInt(q.chain_id),
-          token: getAddress(q.token),
-          recipient: getAddress(q.recipient),
-          supply: BigInt(q.supply),
-          receive: BigInt(q.receive),
-          minFill: BigInt(q.min_fill),
-        })),
+        quotes: quotes.map(quoteFromWire),
       }),
     )
     const res = await call(o, "PUT", `/v1/orders/${o.order}/quotes`, {

@@ -5,6 +5,7 @@
  */
 import { encodeFunctionData, getAddress, type Hex, hexToNumber, slice } from "viem"
 import { type Fill, type QuoteSet, quoteSetAbiArg } from "../Domain/EscrowTypedData.ts"
+import { quoteFromWire, type WireQuote } from "../Domain/WireQuote.ts"
 import { settlementEscrowAbi } from "./artifacts/index.ts"
 
 /** The Fill as stored in `fills.fill` / `to_sign` (wire form: decimal strings, lowercase addresses). */
@@ -31,15 +32,8 @@ export const fillFromWire = (w: WireFill): Fill => ({
   takerExpiry: BigInt(w.takerExpiry as string),
 })
 
-/** A stored quote (wire form of PUT /v1/orders/{id}/quotes) as the QuoteSet's `Quote`. */
-export interface StoredQuote {
-  readonly chain_id: number | string
-  readonly token: string
-  readonly recipient: string
-  readonly supply: string
-  readonly receive: string
-  readonly min_fill: string
-}
+/** A stored quote (wire form of PUT /v1/orders/{id}/quotes). */
+export type StoredQuote = WireQuote
 
 /** The QuoteSet the maker's quote signer signed, rebuilt from its `quote_sets` row. */
 export const quoteSetFromRow = (row: {
@@ -56,14 +50,7 @@ export const quoteSetFromRow = (row: {
   quoteSize: BigInt(row.quote_size),
   // valid_until was stored from whole Unix seconds.
   validUntil: BigInt(Math.floor(row.valid_until.getTime() / 1000)),
-  quotes: row.quotes.map((q) => ({
-    chainId: BigInt(q.chain_id),
-    token: getAddress(q.token),
-    recipient: getAddress(q.recipient),
-    supply: BigInt(q.supply),
-    receive: BigInt(q.receive),
-    minFill: BigInt(q.min_fill),
-  })),
+  quotes: row.quotes.map(quoteFromWire),
 })
 
 /** The escrow's `Permit` argument from an EIP-2612 signature (65 bytes r‖s‖v; v 0/1 normalised to 27/28). */

@@ -15,6 +15,7 @@
  */
 import { type Address, getAddress, type Hex } from "viem"
 import { type Fill, fillTypedData, type Quote, quoteSetTypedData } from "./EscrowTypedData.ts"
+import type { WireQuote } from "./WireQuote.ts"
 import { toWireTypedData } from "./WireTypedData.ts"
 
 export type SettlementKind = "lock" | "pay" | "claim" | "claim_payment"
@@ -36,15 +37,7 @@ export interface SettlementTransaction {
   readonly block_number: number
 }
 
-/** A quote as stored with its set (the wire form of PUT /v1/orders/{id}/quotes). */
-export interface WireQuote {
-  readonly chain_id: number | string
-  readonly token: string
-  readonly recipient: string
-  readonly supply: string
-  readonly receive: string
-  readonly min_fill: string
-}
+export type { WireQuote } from "./WireQuote.ts"
 
 export interface QuoteSetRecord {
   readonly orderId: string

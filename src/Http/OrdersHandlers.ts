@@ -11,11 +11,10 @@ import { permitTypedData } from "../Domain/Permit.ts"
 import { CurrentPrincipal } from "../Domain/Principal.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { quoteFromWire } from "../Domain/WireQuote.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
-import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
-import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
 import {
   findOrder,
@@ -29,6 +28,8 @@ import {
 import { findQuoteIdentity } from "../Store/QuoteIdentities.ts"
 import { cancelQuoteSets, latestQuoteSet, publishQuoteSet, type QuoteSetRow } from "../Store/QuoteSets.ts"
 import { createWithdrawal, findPreparationByDigest } from "../Store/Withdrawals.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
+import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { Api } from "./Api.ts"
 import {
   apiError,
@@ -361,14 +362,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             if (BigInt(q.supply) === 0n || BigInt(q.receive) === 0n || BigInt(q.min_fill) > BigInt(q.supply)) {
               return yield* apiError(InvalidRequest, "supply and receive must be positive and min_fill at most supply")
             }
-            quotes.push({
-              chainId: BigInt(q.chain_id),
-              token: getAddress(q.token),
-              recipient: getAddress(q.recipient),
-              supply: BigInt(q.supply),
-              receive: BigInt(q.receive),
-              minFill: BigInt(q.min_fill),
-            })
+            quotes.push(quoteFromWire(q))
           }
           const quoteSize = BigInt(payload.quote_size)
           if (quoteSize === 0n || quoteSize > BigInt(order.escrow_available)) {
