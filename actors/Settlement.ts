@@ -37,6 +37,7 @@ import { openStoredFillSecret } from "../src/Store/FillSecrets.ts"
 import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
 import {
   advanceFill,
+  ESCROW_INDEXED_CHANNEL,
   finishFill,
   keysOf,
   outcomesOf,
@@ -46,8 +47,10 @@ import {
 } from "../src/Store/Settlement.ts"
 import { expireUnsignedTakes } from "../src/Store/Takes.ts"
 
-/** Fallback pass interval (finality, which the index waits for, does not notify). */
-export const SETTLEMENT_SWEEP = Duration.millis(500)
+/** Pass interval without a wake-up: newly signed fills are found by it (relayer outcomes and index pages wake the sweep). */
+export const SETTLEMENT_SWEEP = Duration.millis(250)
+/** Fills acted on at once within a page (each action is one or two short transactions and a relayer insert). */
+const FILL_CONCURRENCY = 4
 /** Fills per page of a pass (a pass reads every page). */
 const BATCH = 200
 
@@ -152,10 +155,11 @@ export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
       if (fills.length === 0) break
       times ??= yield* chainTimes(deployment.venues.map((v) => v.id))
       const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
-      for (const f of fills) {
-        const makerNow = times.get(f.maker_venue)
-        const takerNow = times.get(f.taker_venue)
-        if (makerNow === undefined || takerNow === undefined) continue
+      const chainNow = times
+      const advance = (f: SettlingFill) => {
+        const makerNow = chainNow.get(f.maker_venue)
+        const takerNow = chainNow.get(f.taker_venue)
+        if (makerNow === undefined || takerNow === undefined) return Effect.succeed(false)
         const facts: FillFacts = {
           fillId: f.id,
           state: f.state,
@@ -194,13 +198,16 @@ export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
           }
         })
         // One fill's failure (a node, a defect) must not stall the others.
-        const done = yield* step.pipe(
+        return step.pipe(
           Effect.catchAllCause((cause) =>
             Effect.as(Effect.logWarning(`settlement of fill ${f.id} failed`, cause), false),
           ),
         )
-        if (done) acted++
       }
+      // Fills are independent (each write is guarded by the state read), so a few go at once: a pass over many
+      // fills that all just became final must not delay the last one by the others' round trips.
+      const done = yield* Effect.forEach(fills, advance, { concurrency: FILL_CONCURRENCY })
+      acted += done.filter((d) => d).length
       if (fills.length < pageSize) break
       const last: SettlingFill = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
@@ -212,9 +219,15 @@ export const runSettlement = (open: OpenSecret) =>
   Effect.gen(function* () {
     const pg = yield* PgClient.PgClient
     const wake = yield* Queue.sliding<void>(1)
-    // A settlement call's relayer outcome wakes the sweep at once.
+    // A settlement call's relayer outcome (included, final, failed) and a watcher page with escrow events (a step
+    // final in the index) wake the sweep at once; SETTLEMENT_SWEEP is only the fallback.
     yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
       Stream.filter((key) => key.startsWith("settle:")),
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.forkScoped,
+    )
+    yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(
       Stream.runForEach(() => Queue.offer(wake, undefined)),
       Effect.retry(Schedule.spaced("1 second")),
       Effect.forkScoped,

@@ -22,6 +22,7 @@ import {
   recordHeads,
   recordIntegrityCheck,
 } from "../src/Store/ChainIndex.ts"
+import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
 
 /**
  * VenueWatcher: one cluster singleton per venue chain. Each poll it reads `latest`, `safe` and
@@ -294,6 +295,7 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
           if (toHash === null) return yield* Effect.fail(new ChainMismatch(`block ${to} not found`))
           const events = decodeLogs(logs.right, contracts)
           yield* ingestPage({ venue: venue.id, chainId: venue.chain_id, fromBlock: from, toBlock: to, toHash, events })
+          if (events.length > 0) yield* notifyEscrowIndexed(venue.id)
           yield* fault.hit("watcher.after-ingest-before-status")
           cursor = to
         }

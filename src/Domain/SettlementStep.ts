@@ -4,10 +4,17 @@
  * the next action. The sweep recomputes it from durable facts every pass, so a crash anywhere loses nothing:
  * an action already taken shows up as a key column, a relayer outcome or an index row next time.
  *
- * Sources of truth: the escrow index (rows exist only for FINAL events) decides what happened on chain; relayer
- * outcomes only decide that a call did NOT happen (reverted, replaced) or that a stored key was never handed to
- * the relayer (crash between the commit and the submit). Times are chain seconds (block timestamps), never the
- * wall clock: the contracts compare expiries with block.timestamp.
+ * Sources of truth: the escrow index (rows exist only for FINAL events) and the relayer's `final` outcome of
+ * our own call (a successful receipt at or below the finalized head, by the same confirmation rule) both prove
+ * a step final; whichever arrives first is used (effectiveFacts). Relayer outcomes also decide that a call did
+ * NOT happen (reverted, replaced) or that a stored key was never handed to the relayer (crash between the commit
+ * and the submit). Times are chain seconds (block timestamps), never the wall clock: the contracts compare
+ * expiries with block.timestamp.
+ *
+ * Safety rules: pay only after the lock is final; reveal (claim) only after the payment is final and at least
+ * reveal_cutoff remains; claimPayment as soon as the secret is revealed (our claim included, or the lock claimed)
+ * — the maker needs only the secret, and the taker's claim can be re-sent by anyone until makerExpiry; settled
+ * only once both the claim and the claimPayment are final.
  */
 
 export type FillState =
@@ -172,7 +179,36 @@ const payInFlight = (f: FillFacts) => {
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b)
 
-export const decide = (f: FillFacts): Action => {
+/** True when the relayer reports our call final and successful (its receipt at or below the finalized head). */
+const finalByRelayer = (f: FillFacts, call: SettlementCall) => {
+  const key = f.keys[call] ?? null
+  return key !== null && f.outcomes.get(key)?.status === "final"
+}
+
+/**
+ * The facts with the relayer's final outcomes of our own lock / pay / claim / claimPayment folded into the index
+ * view, for when the index has not caught up yet: a final successful call proves its escrow effect as well as
+ * the index row would (the index only ever adds the same effect later). Only ever moves a row forward along the
+ * happy path (none → locked → claimed, none → held → claimed); an index row already past that is kept.
+ */
+export const effectiveFacts = (f: FillFacts): FillFacts => {
+  let lock = f.lock
+  if (finalByRelayer(f, "claim") && (lock === null || lock.state === "locked")) {
+    lock = { state: "claimed", secret: lock?.secret ?? null }
+  } else if (lock === null && finalByRelayer(f, "lock")) {
+    lock = { state: "locked", secret: null }
+  }
+  let payment = f.payment
+  if (finalByRelayer(f, "claimPayment") && (payment === null || payment.state === "held")) {
+    payment = { state: "claimed", secret: payment?.secret ?? null }
+  } else if (payment === null && finalByRelayer(f, "pay")) {
+    payment = { state: "held", secret: null }
+  }
+  return lock === f.lock && payment === f.payment ? f : { ...f, lock, payment }
+}
+
+export const decide = (facts: FillFacts): Action => {
+  const f = effectiveFacts(facts)
   if (f.state === "signed") return drive(f, "lock", { state: "locking", retry: false })
 
   if (f.state === "locking") {
@@ -214,7 +250,17 @@ export const decide = (f: FillFacts): Action => {
     return { _tag: "Finish", state, error: null }
   }
 
-  // 3. Locked. Past makerExpiry nothing can be claimed any more: refund the lock (anyone may; we do).
+  // 3. Locked (claimed only once our claim is final). Our claim is in a block: the secret is public, so collect the
+  // payment now rather than after the claim's finality (settled still waits for both). Meanwhile the claim itself
+  // is followed below: retried if it fails, the lock refunded past makerExpiry.
+  if (f.state === "claiming" && payment?.state === "held" && f.keys.claim) {
+    if (f.outcomes.get(f.keys.claim)?.status === "included") {
+      const collect = drive(f, "claimPayment", { retry: f.takerNow < f.takerExpiry })
+      if (collect._tag !== "Wait") return collect
+    }
+  }
+
+  // Past makerExpiry nothing can be claimed any more: refund the lock (anyone may; we do).
   if (f.makerNow >= f.makerExpiry) return drive(f, "refund")
   if (f.keys.cancelLock) return drive(f, "cancelLock")
   // A payment that is no longer held can never be collected: never deliver against it.

@@ -11,6 +11,16 @@ import { appendJournal } from "./Journal.ts"
  * transaction, so two overlapping sweeps (a singleton hand-over) change a fill once.
  */
 
+/**
+ * Wakes the Settlement sweep when a watcher page with escrow events commits (payload: the venue), so a step the
+ * index shows final is acted on at once rather than at the next fallback pass.
+ */
+export const ESCROW_INDEXED_CHANNEL = "escrow_indexed"
+
+/** After the page's transaction commits (a listener woken earlier could read the rows before they exist). */
+export const notifyEscrowIndexed = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select pg_notify(${ESCROW_INDEXED_CHANNEL}, ${venue})`)
+
 export interface SettlingFill {
   readonly id: string
   /** created_at as Postgres text (microseconds kept): the page key with id. */

@@ -123,8 +123,9 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("settlement a
           (r) => r[0]?.state,
         )
 
-        // One crash per step: the first Submit after each start kills the process.
-        const expected = ["locking", "paying", "claiming", "claimed"]
+        // One crash per step: the first Submit after each start kills the process. claimPayment is submitted as soon
+        // as the claim is included (the secret is public), so before or after the claim's finality is seen.
+        const expected = ["locking", "paying", "claiming", ["claiming", "claimed"]]
         for (const [i, state] of expected.entries()) {
           yield* progress(`run ${i + 1}: armed`)
           const service: CrashableService = spawnService({
@@ -137,7 +138,7 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("settlement a
             return yield* Effect.dieMessage(`run ${i + 1} did not crash:\n${service.output().slice(-3000)}`)
           }
           expect(exit.signal, service.output().slice(-2000)).toBe("SIGKILL")
-          expect(yield* fillState).toBe(state)
+          expect(typeof state === "string" ? [state] : state).toContain(yield* fillState)
           // The key is committed; the relayer never got it.
           const keys = yield* sql<{ idempotency_key: string }>`
             select idempotency_key from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}`

@@ -20,6 +20,7 @@ import {
   type CallOutcome,
   callKey,
   decide,
+  effectiveFacts,
   type FillFacts,
   type FillState,
   MAX_ATTEMPTS,
@@ -102,6 +103,59 @@ describe("settlement step: the happy path", () => {
         fill({ state: "claimed", ...collecting, lock: claimedLock, payment: { state: "claimed", secret: SECRET } }),
       ),
     ).toEqual({ _tag: "Finish", state: "settled", error: null })
+  })
+
+  it("the relayer's final outcome of our own call moves the fill on before the index shows it", () => {
+    const afterLock = sent("lock", "final")
+    expect(decide(fill({ state: "locking", ...afterLock }))).toEqual({ _tag: "Advance", state: "locked" })
+    expect(decide(fill({ state: "locked", ...afterLock }))).toEqual(submit("pay", "paying"))
+    // Not before it is final: included is not enough for the lock or the payment.
+    expect(decide(fill({ state: "locking", ...sent("lock", "included") }))._tag).toBe("Wait")
+    expect(decide(fill({ state: "locked", ...sent("lock", "included") }))._tag).toBe("Wait")
+    expect(decide(fill({ state: "paying", ...merge(afterLock, sent("pay", "included")) }))._tag).toBe("Wait")
+    const paid = merge(afterLock, sent("pay", "final"))
+    expect(decide(fill({ state: "paying", ...paid }))).toEqual({ _tag: "Advance", state: "paid" })
+    expect(decide(fill({ state: "paid", ...paid }))).toEqual(submit("claim", "claiming"))
+    // Our claim in a block reveals the secret: collect the payment without waiting for the claim's finality.
+    expect(decide(fill({ state: "claiming", ...merge(paid, sent("claim", "pending")) }))._tag).toBe("Wait")
+    const revealed = merge(paid, sent("claim", "included"))
+    expect(decide(fill({ state: "claiming", ...revealed }))).toEqual(submit("claimPayment", null))
+    const collecting = merge(revealed, sent("claimPayment", "pending"))
+    expect(decide(fill({ state: "claiming", ...collecting }))._tag).toBe("Wait")
+    // The claimPayment final while the claim is not: not settled yet (the claim must be final too).
+    const paidOut = merge(revealed, sent("claimPayment", "final"))
+    expect(decide(fill({ state: "claiming", ...paidOut }))._tag).toBe("Wait")
+    const claimed = merge(paidOut, sent("claim", "final"))
+    expect(decide(fill({ state: "claiming", ...claimed }))).toEqual({
+      _tag: "Finish",
+      state: "settled",
+      error: null,
+    })
+    expect(decide(fill({ state: "claiming", ...merge(revealed, sent("claim", "final")) }))).toEqual({
+      _tag: "Advance",
+      state: "claimed",
+    })
+    expect(decide(fill({ state: "claimed", ...claimed }))).toEqual({ _tag: "Finish", state: "settled", error: null })
+  })
+
+  it("a claim that fails after its claimPayment was sent is claimed again; a lost claimPayment key is resubmitted", () => {
+    const paid = merge(sent("lock", "final"), sent("pay", "final"))
+    const lost = merge(paid, sent("claim", "replaced"), sent("claimPayment", "pending"))
+    expect(decide(fill({ state: "claiming", ...lost }))).toEqual(submit("claim", "claiming", 2))
+    const unsent = merge(paid, sent("claim", "included"), {
+      keys: { claimPayment: callKey(ID, "claimPayment") },
+      outcomes: new Map(),
+    })
+    expect(decide(fill({ state: "claiming", ...unsent }))).toEqual({
+      _tag: "Resubmit",
+      call: "claimPayment",
+      key: callKey(ID, "claimPayment"),
+    })
+  })
+
+  it("the index wins over the relayer: a lock the index shows refunded is not taken as claimed", () => {
+    const f = fill({ state: "claiming", ...sent("claim", "final"), lock: { state: "refunded", secret: null } })
+    expect(effectiveFacts(f).lock?.state).toBe("refunded")
   })
 
   it("a stored key the relayer never got (crash between commit and submit) is submitted again", () => {
@@ -256,8 +310,10 @@ const arbFacts = fc
 describe("settlement step: invariants", () => {
   it("reveals only with the payment held, the lock live and at least reveal_cutoff before makerExpiry", () => {
     fc.assert(
-      fc.property(arbFacts, (f) => {
-        const a = decide(f)
+      fc.property(arbFacts, (raw) => {
+        // Final = in the index, or our own call final by the relayer (effectiveFacts folds those in).
+        const f = effectiveFacts(raw)
+        const a = decide(raw)
         if (a._tag === "Submit" && a.call === "claim") {
           expect(f.payment?.state).toBe("held")
           expect(f.lock?.state).toBe("locked")
@@ -270,9 +326,15 @@ describe("settlement step: invariants", () => {
 
   it("settles only when both sides are claimed; pays only against a live lock; refunds only after expiry", () => {
     fc.assert(
-      fc.property(arbFacts, (f) => {
-        const a = decide(f)
+      fc.property(arbFacts, (raw) => {
+        const f = effectiveFacts(raw)
+        const a = decide(raw)
         if (a._tag === "Finish" && a.state === "settled") expect(f.payment?.state).toBe("claimed")
+        // claimPayment only once the secret is out: the lock claimed (final), or our claim in a block.
+        if (a._tag === "Submit" && a.call === "claimPayment") {
+          const claim = raw.keys.claim ? raw.outcomes.get(raw.keys.claim)?.status : undefined
+          expect(f.lock?.state === "claimed" || claim === "included").toBe(true)
+        }
         if (a._tag === "Submit" && a.call === "pay") {
           expect(f.lock?.state).toBe("locked")
           expect(f.payment).toBe(null)
