@@ -95,8 +95,16 @@ const start = (env: Record<string, string>) =>
     const service = spawnService(env)
     yield* eventually(
       "the service to listen",
-      Effect.sync(() => ({ out: service.output().slice(-300), exited: service.child.exitCode !== null })),
-      (s) => s.out.includes("listening on") || s.exited,
+      // The whole output is searched (a warning printed after the banner must not hide it); the tail is reported.
+      Effect.sync(() => {
+        const out = service.output()
+        return {
+          listening: out.includes("listening on"),
+          tail: out.slice(-300),
+          exited: service.child.exitCode !== null,
+        }
+      }),
+      (s) => s.listening || s.exited,
       // Loading src/main.ts under tsx alone takes 25 s or more on a loaded 2-core machine.
       240,
     ).pipe(Effect.tapError(() => Effect.sync(() => console.error(service.output()))))
