@@ -168,6 +168,12 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
       RelayerRejected: (e: { readonly reason: string }) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
     }
 
+    /** Submits a close's call to the venue's escrow under its relay key (signed and managed closes alike). */
+    const relayClose = (venue: VenueConfig, relayKey: string, data: Hex, master: string) =>
+      relayer
+        .submit({ idempotencyKey: relayKey, venue: venue.id, to: getAddress(venue.escrow), data, master })
+        .pipe(Effect.catchTags(relayErrors))
+
     /**
      * The signature is the owner's: recovered locally (EOA); otherwise, when the owner is a contract, by the
      * chain (ERC-1271), where a node failure is CHAIN_UNAVAILABLE, never "valid".
@@ -336,15 +342,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               relayKey,
               nowMs: yield* Clock.currentTimeMillis,
             },
-            relayer
-              .submit({
-                idempotencyKey: relayKey,
-                venue: venue.id,
-                to: getAddress(venue.escrow),
-                data,
-                master: session.master,
-              })
-              .pipe(Effect.catchTags(relayErrors)),
+            relayClose(venue, relayKey, data, session.master),
           ).pipe(sqlDies)
           return yield* answer(outcome)
         }),
@@ -407,15 +405,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               relayKey,
               nowMs: yield* Clock.currentTimeMillis,
             },
-            relayer
-              .submit({
-                idempotencyKey: relayKey,
-                venue: venue.id,
-                to: getAddress(venue.escrow),
-                data,
-                master: session.master,
-              })
-              .pipe(Effect.catchTags(relayErrors)),
+            relayClose(venue, relayKey, data, session.master),
           ).pipe(sqlDies)
           return yield* answer(outcome)
         }),
