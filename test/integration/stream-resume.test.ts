@@ -53,6 +53,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: resu
     Effect.gen(function* () {
       const seed = Number(process.env.STREAM_SEED ?? Math.floor(Math.random() * 2 ** 31))
       const random = seeded(seed)
+      // Printed so a failure can be replayed with STREAM_SEED.
+      yield* Effect.sync(() => process.stderr.write(`stream-resume seed ${seed}\n`))
       const base = yield* baseUrl
       const sql = yield* SqlClient.SqlClient
       const me = fresh()
