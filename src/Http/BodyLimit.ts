@@ -1,8 +1,9 @@
 import type { IncomingMessage } from "node:http"
-import { type HttpApp, HttpIncomingMessage, HttpServerRequest } from "@effect/platform"
+import { type HttpApp, HttpIncomingMessage, HttpMethod, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 import { envelopeResponse } from "./Envelope.ts"
+import { exceedsJsonDepth, tooDeepMessage } from "./JsonDepth.ts"
 
 const TOO_LARGE = Symbol("too-large")
 
@@ -43,10 +44,40 @@ const tooLarge = (limit: number) =>
     headers: { connection: "close" },
   })
 
+const tooDeep = envelopeResponse(400, "INVALID_REQUEST", tooDeepMessage("the request body"))
+
+/**
+ * Whether the framework will JSON.parse this request's body: HttpApi decodes the payload of a method
+ * with a body as JSON when its content type says so or is missing.
+ */
+const readsJson = (request: HttpServerRequest.HttpServerRequest) => {
+  if (!HttpMethod.hasBody(request.method)) return false
+  const type = request.headers["content-type"]
+  return type === undefined || type.toLowerCase().includes("application/json")
+}
+
+/**
+ * Refuses a JSON body nested deeper than MAX_JSON_DEPTH before anything parses it. The body text is
+ * read here within the limit; the platform caches it on the request, so the handler's decoding reads
+ * the same text again without touching the socket. A body that cannot be read is left to the app,
+ * which fails on the same cached read (413 or 400).
+ */
+const limitDepth = <E, R>(
+  limited: HttpApp.Default<E, R>,
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number,
+) =>
+  Effect.gen(function* () {
+    if (!readsJson(request)) return yield* limited
+    const text = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)), Effect.option)
+    if (Option.isSome(text) && exceedsJsonDepth(text.value)) return yield* tooDeep
+    return yield* limited
+  })
+
 /**
  * Enforces the body limit before any handler reads the body. A declared Content-Length is checked
  * up front; a chunked body is buffered here up to the limit, because the platform's own limit
- * destroys the socket instead of answering 413.
+ * destroys the socket instead of answering 413. A JSON body nested too deeply is refused here too.
  */
 export const limitBody =
   (limit: number) =>
@@ -57,13 +88,15 @@ export const limitBody =
       const limited = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)))
       if (declared !== undefined) {
         if (!/^\d{1,15}$/.test(declared)) return yield* envelopeResponse(400, "INVALID_REQUEST", "bad Content-Length")
-        return Number(declared) > limit ? yield* tooLarge(limit) : yield* limited
+        if (Number(declared) > limit) return yield* tooLarge(limit)
+        return Number(declared) > 0 ? yield* limitDepth(limited, request, limit) : yield* limited
       }
       if (request.headers["transfer-encoding"] === undefined) return yield* limited
       const source = NodeHttpServerRequest.toIncomingMessage(request)
       const body = yield* readLimited(source, limit).pipe(Effect.orElseSucceed(() => undefined))
       if (body === undefined) return yield* envelopeResponse(400, "INVALID_REQUEST", "request body could not be read")
       if (body === TOO_LARGE) return yield* tooLarge(limit)
+      if (readsJson(request) && exceedsJsonDepth(body.toString("utf8"))) return yield* tooDeep
       const headers = { ...request.headers, "content-length": String(body.length) }
       delete (headers as Record<string, string>)["transfer-encoding"]
       const buffered = HttpServerRequest.fromWeb(

@@ -30,7 +30,11 @@ const define = <const C extends string>(code: C, status: number, description: st
 
 export type ApiErrorSchema = ReturnType<typeof define<string>>
 
-export const InvalidRequest = define("INVALID_REQUEST", 400, "Malformed JSON, a failed field, or an unknown field.")
+export const InvalidRequest = define(
+  "INVALID_REQUEST",
+  400,
+  "Malformed JSON, JSON nested deeper than 64 levels, a failed field, or an unknown field.",
+)
 export const Unauthorized = define("UNAUTHORIZED", 401, "Missing, malformed, unknown, expired or revoked bearer.")
 export const Forbidden = define("FORBIDDEN", 403, "The principal may not use this route.")
 export const AccessRequired = define("ACCESS_REQUIRED", 403, "New commitment while beta access is not granted.")

@@ -4,6 +4,7 @@ import type { SqlClient } from "@effect/sql"
 import { Cause, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import { WebSocket } from "ws"
 import type { Principal } from "../Domain/Principal.ts"
+import { exceedsJsonDepth, tooDeepMessage } from "../Http/JsonDepth.ts"
 import { StreamConnections } from "./Connections.ts"
 import { type Audience, audienceOf, mayReadPrivate, visibleTo } from "./EventFilter.ts"
 import { type JournalEvent, journalHead, oldestRetainedCursor } from "./JournalReader.ts"
@@ -146,6 +147,7 @@ interface Subscribed {
 
 const parseSubscription = (text: string, env: SessionEnv) =>
   Effect.gen(function* () {
+    if (exceedsJsonDepth(text)) return yield* Effect.fail(close("protocol_error", tooDeepMessage("the subscription")))
     let json: unknown
     try {
       json = JSON.parse(text)

@@ -1,0 +1,145 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { MAX_JSON_DEPTH } from "../../src/Http/JsonDepth.ts"
+import { rawRequest } from "../support/Http.ts"
+import { bearer, json, post, signIn } from "../support/SignIn.ts"
+import { baseUrl } from "../support/TestServer.ts"
+import { testStackWithChain } from "../support/TestStack.ts"
+import { connect, controlAndClose } from "./stream-client.ts"
+
+/**
+ * Hostile input (issue 15, item 1): JSON nested far deeper than any request needs. JSON.parse copes
+ * with 30,000 levels, but what walks the value afterwards (schema decoding, error formatting) recurses
+ * and overflowed the stack: 500 INTERNAL. Such a body is refused before it is parsed, on every route
+ * with a body and on the stream's subscription frame, as 400 INVALID_REQUEST, changing nothing.
+ */
+const Live = testStackWithChain()
+
+/** The repro: 30,000 nested arrays, 60 KB, under the 64 KiB body limit. */
+const DEEP = `${"[".repeat(30_000)}${"]".repeat(30_000)}`
+
+/** Row counts of the tables these routes write (and the journal): compared before and after. */
+const counts = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<Record<string, string>>`
+    select (select count(*) from auth_challenges)::text as auth_challenges,
+           (select count(*) from link_challenges)::text as link_challenges,
+           (select count(*) from orders)::text as orders,
+           (select count(*) from takes)::text as takes,
+           (select count(*) from withdrawals)::text as withdrawals,
+           (select count(*) from withdrawal_preparations)::text as withdrawal_preparations,
+           (select count(*) from transfers)::text as transfers,
+           (select count(*) from credentials)::text as credentials,
+           (select count(*) from journal)::text as journal`
+  return row
+})
+
+const expectDepthRefusal = (res: { status: number; headers: Record<string, unknown>; json: unknown; text: string }) => {
+  expect(res.status, res.text.slice(0, 300)).toBe(400)
+  const body = res.json as { error: { code: string; message: string; request_id: string; retryable: boolean } }
+  expect(body.error.code).toBe("INVALID_REQUEST")
+  expect(body.error.retryable).toBe(false)
+  expect(body.error.message).toContain(`nested deeper than ${MAX_JSON_DEPTH}`)
+  expect(body.error.request_id).toBe(res.headers["x-request-id"])
+  expect(String(res.headers["x-server-time"])).toMatch(/^\d{13}$/)
+}
+
+layer(Live, { timeout: "180 seconds", excludeTestServices: true })("deeply nested JSON", (it) => {
+  it.effect("30,000 nested arrays answer 400 INVALID_REQUEST on every kind of route, and change nothing", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const token = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const before = yield* counts
+      const routes: ReadonlyArray<readonly [string, string, Record<string, string>]> = [
+        ["POST", "/v1/auth/challenge", {}],
+        ["POST", "/v1/auth/verify", {}],
+        ["POST", "/v1/takes/preview", {}],
+        ["POST", "/v1/takes", bearer(token)],
+        ["POST", "/v1/orders", bearer(token)],
+        ["POST", "/v1/withdrawals", bearer(token)],
+        ["POST", "/v1/withdrawals/prepare", bearer(token)],
+        ["POST", "/v1/transfers", bearer(token)],
+        ["POST", "/v1/accounts/challenge", bearer(token)],
+        ["POST", "/v1/credentials", bearer(token)],
+        ["PUT", "/v1/quote-identities/7d4f2a3e-1b2c-4d5e-8f90-123456789abc/lease", bearer(token)],
+      ]
+      for (const [method, path, headers] of routes) {
+        const res = yield* rawRequest(`${base}${path}`, { method, headers: { ...json, ...headers }, body: DEEP })
+        expectDepthRefusal(res)
+      }
+      // Without Content-Length (chunked), without a content type (the framework reads JSON then), and
+      // deep objects rather than arrays.
+      const chunked = yield* rawRequest(`${base}/v1/auth/challenge`, {
+        method: "POST",
+        headers: json,
+        body: DEEP,
+        chunked: true,
+      })
+      expectDepthRefusal(chunked)
+      const untyped = yield* rawRequest(`${base}/v1/auth/challenge`, { method: "POST", body: DEEP })
+      expectDepthRefusal(untyped)
+      const objects = `${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}`
+      expectDepthRefusal(
+        yield* rawRequest(`${base}/v1/orders`, {
+          method: "POST",
+          headers: { ...json, ...bearer(token) },
+          body: objects,
+        }),
+      )
+      expect(yield* counts).toEqual(before)
+      // The session still works, and was not charged into a refusal.
+      const me = yield* rawRequest(`${base}/v1/me`, { headers: bearer(token) })
+      expect(me.status).toBe(200)
+    }),
+  )
+
+  it.effect("the limit counts brackets outside strings only; legitimate nested bodies still work", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const address = privateKeyToAccount(generatePrivateKey()).address
+      // Brackets and escaped quotes inside strings are not nesting: a field value full of them is
+      // judged by the schema (here: not an address), not by the depth limit.
+      const bracketsInString = yield* rawRequest(`${base}/v1/auth/challenge`, {
+        method: "POST",
+        headers: json,
+        body: `{"address":"\\"${"[".repeat(200)}\\\\"}`,
+      })
+      expect(bracketsInString.status).toBe(400)
+      expect((bracketsInString.json as { error: { message: string } }).error.message).not.toContain("nested deeper")
+      // A body nested exactly to the limit is decoded (and refused by its schema), one level more is not.
+      const atLimit = `{"address":${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}}`
+      const res = yield* rawRequest(`${base}/v1/auth/challenge`, { method: "POST", headers: json, body: atLimit })
+      expect(res.status).toBe(400)
+      expect((res.json as { error: { message: string } }).error.message).not.toContain("nested deeper")
+      const overLimit = `{"address":${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}}`
+      expectDepthRefusal(
+        yield* rawRequest(`${base}/v1/auth/challenge`, { method: "POST", headers: json, body: overLimit }),
+      )
+      // Ordinary bodies: a challenge, and a sign-in whose session then takes a typed-data-sized body.
+      const ok = yield* post(`${base}/v1/auth/challenge`, { address })
+      expect(ok.status).toBe(200)
+      const token = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const preview = yield* post(
+        `${base}/v1/takes/preview`,
+        { from: "hyperliquid", to: "aster", amount_in: "1000000", max_parts: 2 },
+        bearer(token),
+      )
+      expect(preview.status, preview.text).toBe(200)
+    }),
+  )
+
+  it.effect("a deeply nested subscription frame is a protocol_error on the stream", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const conn = yield* Effect.promise(() => connect(base))
+      // 2,000 levels: the most a 4096-byte frame holds.
+      conn.send(`{"type":"subscribe","pairs":${"[".repeat(2000)}${"]".repeat(2000)}}`)
+      const { control, closed } = yield* controlAndClose(conn)
+      expect(control.code).toBe("protocol_error")
+      expect(control.message).toContain(`nested deeper than ${MAX_JSON_DEPTH}`)
+      expect(closed.code).toBe(1008)
+    }),
+  )
+})
