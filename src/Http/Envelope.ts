@@ -1,9 +1,9 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef } from "effect"
-import { envelopeBody } from "./Errors.ts"
+import { envelopeBody, retryableFor } from "./Errors.ts"
 import { CurrentRequestId } from "./RequestId.ts"
 
-/** An error envelope response for the current request, for failures rendered outside HttpApi. */
+/** An error envelope response for the current request, for failures rendered outside HttpApi; `retryable` defaults to the code's. */
 export const envelopeResponse = (
   status: number,
   code: string,
@@ -11,7 +11,7 @@ export const envelopeResponse = (
   options: { readonly retryable?: boolean; readonly headers?: Record<string, string> } = {},
 ) =>
   Effect.map(FiberRef.get(CurrentRequestId), (id) =>
-    HttpServerResponse.unsafeJson(envelopeBody(code, message, id, options.retryable ?? false), {
+    HttpServerResponse.unsafeJson(envelopeBody(code, message, id, options.retryable ?? retryableFor(code)), {
       status,
       ...(options.headers ? { headers: options.headers } : {}),
     }),

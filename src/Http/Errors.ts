@@ -2,20 +2,28 @@ import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, Schema } from "effect"
 import { CurrentRequestId } from "./RequestId.ts"
 
+/** Each code's `retryable` when the failing call does not say otherwise: the catalogue's own value. */
+const retryableByDefault = new Map<string, boolean>()
+
 /**
  * The error envelope `{error:{code,message,request_id,retryable}}`, one schema per code.
  *
  * Each schema carries its own `code` literal: HttpApi encodes failures through a union of every
  * declared error schema, and schemas of the same shape would all encode as the first member (wrong
- * statuses). The literal also gives OpenAPI an enum per status.
+ * statuses). The literal also gives OpenAPI an enum per status. `retryable` is the code's default
+ * (spec Errors 2: a transport hint): `apiError` and `envelopeResponse` answer it unless a call knows
+ * better (VENUE_UNAVAILABLE is retryable when the venue did not answer, not when it is not configured).
  */
-const define = <const C extends string>(code: C, status: number, description: string) =>
-  Schema.Struct({
+const define = <const C extends string>(code: C, status: number, description: string, retryable = false) => {
+  retryableByDefault.set(code, retryable)
+  return Schema.Struct({
     error: Schema.Struct({
       code: Schema.Literal(code),
       message: Schema.String,
       request_id: Schema.String,
-      retryable: Schema.Boolean,
+      retryable: retryable
+        ? Schema.Boolean.annotations({ description: "true for this code: retry the same request" })
+        : Schema.Boolean,
     }),
   }).annotations(
     HttpApiSchema.annotations({
@@ -27,6 +35,10 @@ const define = <const C extends string>(code: C, status: number, description: st
         .concat("Error"),
     }),
   )
+}
+
+/** The catalogue's `retryable` for a code (false for a code it does not know). */
+export const retryableFor = (code: string): boolean => retryableByDefault.get(code) ?? false
 
 export type ApiErrorSchema = ReturnType<typeof define<string>>
 
@@ -100,9 +112,14 @@ export const PayerNotLinked = define(
   "The payer is not the account this master linked on the take's from venue.",
 )
 export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
-export const RateLimited = define("RATE_LIMITED", 429, "Budget exhausted; wait Retry-After seconds and retry.")
-export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.")
-export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.")
+export const RateLimited = define(
+  "RATE_LIMITED",
+  429,
+  "Budget exhausted; wait Retry-After seconds and retry the same request (retryable: true).",
+  true,
+)
+export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.", true)
+export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.", true)
 export const VenueUnavailable = define("VENUE_UNAVAILABLE", 503, "The venue's API failed or is not configured.")
 
 /** Every code with its status; the README's error table and the OpenAPI document mirror it. */
@@ -169,7 +186,10 @@ export type Envelope<C> = C extends string
     }
   : never
 
-/** Fails with the given error for the current request: `yield* apiError(NotFound, "no such order")`. */
+/**
+ * Fails with the given error for the current request: `yield* apiError(NotFound, "no such order")`;
+ * `retryable` defaults to the code's (true for RATE_LIMITED, INTERNAL, CHAIN_UNAVAILABLE).
+ */
 export const apiError = <C extends string>(
   schema: Schema.Schema<Envelope<C>, Envelope<C>> & {
     readonly fields: {
@@ -177,7 +197,7 @@ export const apiError = <C extends string>(
     }
   },
   message: string,
-  retryable = false,
+  retryable: boolean = retryableFor(codeOf(schema)),
 ): Effect.Effect<never, Envelope<C>> =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (request_id) =>
     Effect.fail({ error: { code: codeOf(schema), message, request_id, retryable } } as Envelope<C>),

@@ -1,6 +1,8 @@
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Effect, Random } from "effect"
 import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
+import { stampUpgradeAnswer } from "./UpgradeHeaders.ts"
 
 export interface GlobalMiddlewareOptions {
   readonly origins: ReadonlyArray<string>
@@ -22,7 +24,7 @@ const appendStandardHeaders = (id: string) =>
 
 /**
  * The outermost layer of every request: request id and server time headers on every response
- * (preflights and errors included) and CORS. It wraps the platform's own error handling, so
+ * (preflights, errors and the stream's 101 Switching Protocols included) and CORS. It wraps the platform's own error handling, so
  * failures and the body limit are handled inside the API (ApiMiddleware), not here.
  */
 export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
@@ -39,6 +41,15 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
       const request = yield* HttpServerRequest.HttpServerRequest
       const id = acceptRequestId(request.headers["x-request-id"]) ?? (yield* randomUuid)
       yield* appendStandardHeaders(id)
+      // An upgrade's 101 is written to the socket by ws, past the pre-response handlers: stamp it there.
+      if (request.headers.upgrade !== undefined) {
+        const clock = yield* Effect.clock
+        const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+        stampUpgradeAnswer(socket, () => ({
+          "x-request-id": id,
+          "x-server-time": String(clock.unsafeCurrentTimeMillis()),
+        }))
+      }
       // Responses the app produced were already written with the pre-response handlers; this
       // covers the ones produced here without reaching it (CORS preflights).
       const response = yield* Effect.locally(withCors, CurrentRequestId, id)

@@ -95,7 +95,8 @@ const orderView = (row: OrderRow) =>
           : {
               venue: row.venue,
               amount: row.vt_amount,
-              venue_ref: row.vt_venue_ref,
+              // Absent until the venue acknowledged the transfer, as on the withdrawal itself.
+              ...(row.vt_venue_ref === null ? {} : { venue_ref: row.vt_venue_ref }),
               state: row.vt_state,
               error: row.vt_error,
               at: row.vt_at?.toISOString() ?? null,

@@ -42,11 +42,17 @@ export const Withdrawal = Schema.Struct({
   to: Schema.NullOr(WithdrawalTarget),
   destination: Schema.String,
   state: Schema.Literal("queued", "submitting", "relayed", "failed", "unknown"),
-  venue_ref: Schema.NullOr(Schema.String),
+  /** The venue's reference of the transfer: absent until the venue acknowledged it (spec types it string). */
+  venue_ref: Schema.optional(Schema.String).annotations({
+    description: "the venue's reference; absent until the venue acknowledged the transfer (never null)",
+  }),
   error: Schema.String,
   created_at: Timestamp,
   updated_at: Timestamp,
-  relayed_at: Schema.NullOr(Timestamp),
+  /** When the venue acknowledged it: absent until then (spec types it timestamp, never null). */
+  relayed_at: Schema.optional(Timestamp).annotations({
+    description: "when the venue acknowledged the transfer; absent until then (never null)",
+  }),
   revision: Schema.String,
 }).annotations({ identifier: "Withdrawal" })
 

@@ -154,11 +154,13 @@ export interface WithdrawalView {
   readonly to: string | null
   readonly destination: string
   readonly state: string
-  readonly venue_ref: string | null
+  /** Absent until the venue acknowledged the transfer. */
+  readonly venue_ref?: string
   readonly error: string
   readonly created_at: string
   readonly updated_at: string
-  readonly relayed_at: string | null
+  /** Absent until the venue acknowledged the transfer. */
+  readonly relayed_at?: string
   readonly revision: string
 }
 
