@@ -2,6 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { Context, Data, Effect, Config as EffectConfig, Layer, Option, ParseResult, Redacted, Schema } from "effect"
 import { privateKeyToAddress } from "viem/accounts"
 import { DevelopmentConfig } from "./DevelopmentConfig.ts"
+import { parseProxyEntry } from "./Domain/ClientAddress.ts"
 import { Address, Amount, NonNegativeInt, PositiveInt, VenueId } from "./Domain/Primitives.ts"
 
 /**
@@ -161,6 +162,19 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   fill_max: Schema.optionalWith(Amount, { default: () => "1000000000000" }),
   /** Blocks of one retired contract a GET /v1/escrow/legacy page reads (spec: at most 8,000). */
   legacy_page_blocks: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8000)), { default: () => 8000 }),
+  /**
+   * POST /v1/auth/challenge per client (src/Domain/ClientAddress.ts): burst and refill per minute, charged
+   * before the per-address and global budgets, so one client exhausts its own budget, never the global one.
+   */
+  client_challenge_burst: Schema.optionalWith(PositiveInt, { default: () => 60 }),
+  client_challenges_per_minute: Schema.optionalWith(PositiveInt, { default: () => 60 }),
+  /** GET /v1/stream connections one client may hold in this process, subscribed or not, with a token or not. */
+  stream_connections_per_client: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 256)), { default: () => 32 }),
+  /**
+   * Of the 256 stream connections of a process, how many may be without a token (subscribed anonymously or
+   * not subscribed yet); the rest are kept for subscriptions with a session or credential token.
+   */
+  stream_anonymous_connections: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 256)), { default: () => 192 }),
 }) {}
 
 export class SettlementTimings extends Schema.Class<SettlementTimings>("SettlementTimings")({
@@ -199,6 +213,13 @@ export class WithdrawalSettings extends Schema.Class<WithdrawalSettings>("Withdr
   preparation_ttl_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
 }) {}
 
+/** A trusted proxy: an IPv4 or IPv6 address, or a CIDR block. */
+const TrustedProxy = Schema.String.pipe(
+  Schema.filter((s) => parseProxyEntry(s) !== undefined, {
+    message: () => "must be an IP address or a CIDR block such as 10.0.0.0/8",
+  }),
+)
+
 /** Never echoes the value: a decode failure names the field only. */
 const PrivateKey = Schema.Redacted(
   Schema.String.pipe(
@@ -227,6 +248,11 @@ export class DeploymentConfig extends Schema.Class<DeploymentConfig>("Deployment
      * (rotating that key then requires every Aster account to link again).
      */
     agent_key_secret: Schema.optional(PrivateKey),
+    /**
+     * Peers whose `X-Forwarded-For` names the client (addresses or CIDR blocks, e.g. the load balancer's
+     * subnet). Empty (the default): the header is ignored and the client is the socket's peer address.
+     */
+    trusted_proxies: Schema.optionalWith(Schema.Array(TrustedProxy), { default: () => [] }),
   },
   { parseOptions: { onExcessProperty: "error" } },
 ) {}

@@ -1,8 +1,8 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
 import { getAddress } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
-import { AppConfig, siweSettings } from "../Config.ts"
+import { AppConfig, type Limits, siweSettings } from "../Config.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { buildSiweMessage, checkSignatureShape, verifySiwe } from "../Domain/Siwe.ts"
 import { randomBase64Url, randomHex, randomUuid, sha256 } from "../SecureRandom.ts"
@@ -14,6 +14,7 @@ import { agentKeyring, findAgentSignInChallenge, insertAgentSignInChallenge } fr
 import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { agentApprovalVenue, agentSignIn, issueAgentApproval } from "./AgentApproval.ts"
 import { Api } from "./Api.ts"
+import { ClientIdentity } from "./ClientIdentity.ts"
 import {
   apiError,
   ChallengeExpired,
@@ -28,8 +29,18 @@ import { signatureFailure } from "./SignatureFailure.ts"
 
 const CHALLENGE_TTL_MS = 10 * 60 * 1000
 
-/** Spec limits for the challenge route: per address burst 6, 6 per minute; global 60/s, burst 120. */
-const challengeBuckets = (address: string) => [
+/**
+ * The challenge route's budgets, taken in this order (the first refusal wins): the client's
+ * (`limits.client_challenge_burst`, `limits.client_challenges_per_minute`), then the spec's per
+ * address (burst 6, 6 per minute) and global (60/s, burst 120). The client's comes first so that a
+ * client flooding from random addresses is refused by its own budget before it spends the global one.
+ */
+const challengeBuckets = (client: string, address: string, limits: Limits) => [
+  {
+    key: `challenge:client:${client}`,
+    rate: limits.client_challenges_per_minute / 60,
+    burst: limits.client_challenge_burst,
+  },
   { key: `challenge:address:${address}`, rate: 6 / 60, burst: 6 },
   { key: "challenge:global", rate: 60, burst: 120 },
 ]
@@ -42,11 +53,15 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
     const initialAccess = deployment.access.mode === "open" ? "granted" : "required"
     const adapters = yield* VenueAdapters
     const ring = agentKeyring(deployment)
+    const identity = yield* ClientIdentity
     return handlers
       .handle("challenge", ({ payload }) =>
         Effect.gen(function* () {
           const address = payload.address.toLowerCase()
-          const decision = yield* takeTokens(challengeBuckets(address)).pipe(Effect.orDie)
+          const client = identity.of(yield* HttpServerRequest.HttpServerRequest)
+          const decision = yield* takeTokens(challengeBuckets(client.key, address, deployment.limits)).pipe(
+            Effect.orDie,
+          )
           if (!decision.allowed) {
             yield* retryAfter(decision.retryAfterSeconds)
             return yield* apiError(RateLimited, `too many challenges; retry in ${decision.retryAfterSeconds} s`)

@@ -14,6 +14,7 @@ import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
 import { Api } from "./Api.ts"
 import { apiMiddleware } from "./ApiMiddleware.ts"
 import { AuthHandlers } from "./AuthHandlers.ts"
+import { ClientIdentity } from "./ClientIdentity.ts"
 import { CredentialResolverLive } from "./CredentialResolverLive.ts"
 import { EscrowHandlers } from "./EscrowHandlers.ts"
 import { installFastPaths } from "./FastPath.ts"
@@ -47,6 +48,7 @@ export const HandlersLive = Layer.mergeAll(
   MarketHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
+  Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),
   Layer.provide(CredentialResolverLive),
   Layer.provide(ChainClients.Live),
