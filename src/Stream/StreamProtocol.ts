@@ -81,7 +81,7 @@ export const CONTROL_CODES = {
   message_too_large: 1009,
   /** Unexpected server failure (e.g. the database); reconnect and resume. */
   internal: 1011,
-  /** 256 connections are already open; retry later. */
+  /** No slot: 256 connections are open, the client holds its share, or no token and the token-less share is taken. */
   too_many_connections: 1013,
   /** Missing, malformed, unknown, expired or revoked token at subscription time. */
   unauthorized: 4401,

@@ -4,10 +4,11 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
+import { ClientIdentity } from "../Http/ClientIdentity.ts"
 import { CredentialResolverLive } from "../Http/CredentialResolverLive.ts"
 import { envelopeResponse } from "../Http/Envelope.ts"
 import { authenticateHeader, CredentialResolver } from "../Http/Security.ts"
-import { StreamConnections } from "./Connections.ts"
+import { StreamConnections, type StreamShares } from "./Connections.ts"
 import { JournalTail } from "./JournalTail.ts"
 import { STREAM_LIMITS } from "./StreamProtocol.ts"
 import { refuseSession, type SessionEnv, streamSession } from "./StreamSession.ts"
@@ -23,8 +24,9 @@ export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("Strea
  * `GET /v1/stream`: the WebSocket of live events (spec Events, DESIGN §9), served by the platform's
  * built-in upgrade on the same router, middleware and request id as every other route. A request
  * without `Upgrade: websocket` answers 426 UPGRADE_REQUIRED in the error envelope. A connection
- * slot is taken before the upgrade; beyond 256 open connections the socket is upgraded only to
- * receive `too_many_connections` and be closed.
+ * slot is taken before the upgrade (src/Stream/Connections.ts); beyond 256 open connections, or
+ * beyond the client's share, the socket is upgraded only to receive `too_many_connections` and be
+ * closed. A subscription without a token beyond the anonymous share gets the same answer.
  */
 const streamRoute = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
@@ -33,7 +35,12 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
     const tail = yield* JournalTail
     const sql = yield* SqlClient.SqlClient
     const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
-    const env: SessionEnv = {
+    const identity = yield* ClientIdentity
+    const shares: StreamShares = {
+      perClient: deployment.limits.stream_connections_per_client,
+      anonymous: deployment.limits.stream_anonymous_connections,
+    }
+    const env: Omit<SessionEnv, "admit"> = {
       tail,
       // The subscription token authenticates exactly as `Authorization: Bearer <token>` would.
       authenticate: (token) => authenticateHeader(`Bearer ${token}`, admins, resolver),
@@ -55,12 +62,20 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
           )
         }
         const netSocket: Duplex = NodeHttpServerRequest.toIncomingMessage(request).socket
-        if (!(yield* StreamConnections.tryAcquire)) {
-          yield* refuseSession(socket.value, netSocket)
+        const admission = yield* StreamConnections.tryAcquire(identity.of(request).key, shares)
+        if (admission._tag === "Refused") {
+          yield* refuseSession(socket.value, netSocket, admission.message)
           return HttpServerResponse.empty()
         }
-        yield* streamSession(socket.value, netSocket, env).pipe(
-          Effect.ensuring(StreamConnections.release),
+        const { slot } = admission
+        const admit = (signed: boolean) =>
+          Effect.map(StreamConnections.settle(slot, signed), (kept) =>
+            kept
+              ? undefined
+              : `the ${shares.anonymous} stream connections without a token are all open; retry later, or subscribe with a token`,
+          )
+        yield* streamSession(socket.value, netSocket, { ...env, admit }).pipe(
+          Effect.ensuring(StreamConnections.release(slot)),
           Effect.provideService(SqlClient.SqlClient, sql),
         )
         return HttpServerResponse.empty()
@@ -70,4 +85,8 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
 )
 
 /** The stream route with its process-wide journal tail; add it to the HTTP server like the OpenAPI route. */
-export const StreamLive = streamRoute.pipe(Layer.provide(JournalTail.Live), Layer.provide(CredentialResolverLive))
+export const StreamLive = streamRoute.pipe(
+  Layer.provide(JournalTail.Live),
+  Layer.provide(CredentialResolverLive),
+  Layer.provide(ClientIdentity.Live),
+)

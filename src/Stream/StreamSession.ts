@@ -36,6 +36,11 @@ export interface SessionEnv {
   readonly venues: ReadonlySet<string>
   /** How often the server pings; a peer that answered none of the last two pings is dropped. */
   readonly heartbeat: Duration.Duration
+  /**
+   * The connection's slot meets its subscription (src/Stream/Connections.ts): with a token or not.
+   * A message: no slot for such a subscription, closed with `too_many_connections`.
+   */
+  readonly admit: (signed: boolean) => Effect.Effect<string | undefined>
 }
 
 const close = (code: ControlCode, message: string): Close => ({ code, message })
@@ -95,15 +100,14 @@ const openSocket = (socket: Socket.Socket, netSocket: Duplex, onMessage: (data: 
     return { ws, reader }
   })
 
-/** The 257th connection: upgrade, say why, close. */
-export const refuseSession = (socket: Socket.Socket, netSocket: Duplex) =>
+/** A connection without a slot (the 257th, or beyond its client's share): upgrade, say why, close. */
+export const refuseSession = (socket: Socket.Socket, netSocket: Duplex, message: string) =>
   Effect.scoped(
     Effect.gen(function* () {
       const { ws, reader } = yield* openSocket(socket, netSocket, () => {})
       if (Option.isNone(ws)) return
       limitInbound(ws.value, () => {})
-      const limit = STREAM_LIMITS.maxConnections
-      ws.value.send(controlFrame("too_many_connections", `${limit} stream connections are open; retry later`))
+      ws.value.send(controlFrame("too_many_connections", message))
       ws.value.close(CONTROL_CODES.too_many_connections, "too_many_connections")
       // Refused sockets do not linger either: a short grace for the close handshake, then dropped.
       const done = yield* Fiber.await(reader).pipe(Effect.timeoutOption("2 seconds"))
@@ -458,6 +462,8 @@ export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: Ses
           return close("subscribe_timeout", "no subscription within 5 s of the upgrade")
         }
         const subscribed = yield* parseSubscription(text.value, env)
+        const refused = yield* env.admit(subscribed.token !== undefined)
+        if (refused !== undefined) return close("too_many_connections", refused)
         const streaming = pump(ws, netSocket, subscribed, env)
         return subscribed.token === undefined
           ? yield* streaming

@@ -229,7 +229,10 @@ const program = Effect.gen(function* () {
 const Stack = Layer.scopedDiscard(Effect.forkScoped(runJournalPublisher)).pipe(
   Layer.provideMerge(TestHttpLive),
   Layer.provideMerge(TestDatabaseLive),
-  Layer.provideMerge(testAppConfig()),
+  // All subscribers connect from 127.0.0.1 without a token: lift the per-client and anonymous shares.
+  Layer.provideMerge(
+    testAppConfig({ limits: { stream_connections_per_client: 256, stream_anonymous_connections: 256 } }),
+  ),
 )
 
 Effect.runPromise(program.pipe(Effect.provide(Stack), Effect.scoped, Effect.timeout("120 seconds"))).then(

@@ -13,7 +13,14 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
 import { append, connect, controlAndClose, publishedHead, type StreamConn, subscribe } from "./stream-client.ts"
 
-const Live = Layer.scopedDiscard(Effect.forkScoped(runJournalPublisher)).pipe(Layer.provideMerge(testStackWithChain()))
+// One client (127.0.0.1) opens all 256 connections here, without a token: the per-client and anonymous
+// shares are lifted to the whole limit so that this file tests the limit itself (client-budgets.test.ts
+// tests the shares).
+const Live = Layer.scopedDiscard(Effect.forkScoped(runJournalPublisher)).pipe(
+  Layer.provideMerge(
+    testStackWithChain({ limits: { stream_connections_per_client: 256, stream_anonymous_connections: 256 } }),
+  ),
+)
 
 const stats = StreamConnections.stats
 
