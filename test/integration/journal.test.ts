@@ -5,6 +5,7 @@ import { Deferred, Effect, Fiber, Random, Stream } from "effect"
 import { runJournalPublisher } from "../../actors/JournalPublisher.ts"
 import { appendJournal, JOURNAL_PUBLISHED_CHANNEL, journalStats, publishJournalBatch } from "../../src/Store/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { pollUntil } from "../support/Poll.ts"
 
 const cursors = Effect.flatMap(
   SqlClient.SqlClient,
@@ -96,7 +97,7 @@ layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("
           { concurrency: 12, discard: true },
         )
         // Wait until the publisher has caught up.
-        yield* journalStats.pipe(Effect.repeat({ until: (s) => s.unpublished === 0 }), Effect.timeout("10 seconds"))
+        yield* pollUntil(journalStats, (s) => s.unpublished === 0, { every: "20 millis", within: "10 seconds" })
         const rows = yield* cursors
         expect(rows.length).toBe(N)
         expect(rows.map((r) => r.cursor)).toEqual(Array.from({ length: N }, (_, i) => String(i + 1)))

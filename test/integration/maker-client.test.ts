@@ -6,6 +6,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { devnetStack } from "../support/DevnetStack.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
 
@@ -73,7 +74,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client
       const active = sql<{
         n: string
       }>`select count(*)::text as n from quote_sets where order_id = ${orderId} and active`
-      yield* active.pipe(Effect.repeat({ until: (rows) => rows[0]!.n === "1" }), Effect.timeout("20 seconds"))
+      yield* pollUntil(active, (rows) => rows[0]!.n === "1", { within: "20 seconds" })
       yield* Effect.sleep("2500 millis")
       const [lease] = yield* sql<{ live: boolean }>`select lease_expires_at > now() + interval '3 seconds' as live
         from quote_identities where id = ${identity.id}`

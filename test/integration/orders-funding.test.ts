@@ -20,6 +20,7 @@ import { TestChainTag } from "../support/ChainStack.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
@@ -176,10 +177,10 @@ const orderOf = (base: string, token: string, id: string) =>
   Effect.map(rawRequest(`${base}/v1/orders/${id}`, { headers: bearer(token) }), (r) => r.json as OrderView)
 
 const untilSettled = (base: string, token: string, id: string) =>
-  orderOf(base, token, id).pipe(
-    Effect.repeat({ until: (o) => o.state === "funded" || o.state === "failed" }),
-    Effect.timeout("60 seconds"),
-  )
+  pollUntil(orderOf(base, token, id), (o) => o.state === "funded" || o.state === "failed", {
+    every: "200 millis",
+    within: "60 seconds",
+  })
 
 layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order funding on devnet", (it) => {
   it.effect("an order funded from the owner's wallet reaches funded once the escrow event is final", () =>
@@ -235,10 +236,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
               transactions: Array<{ kind: string; status: string }>
             },
         )
-      const funded = yield* order().pipe(
-        Effect.repeat({ until: (o) => o.state === "funded" || o.state === "failed" }),
-        Effect.timeout("60 seconds"),
-      )
+      const funded = yield* pollUntil(order(), (o) => o.state === "funded" || o.state === "failed", {
+        every: "200 millis",
+        within: "60 seconds",
+      })
       expect(funded.state).toBe("funded")
       expect(funded.escrow_available).toBe("7000000")
       expect(funded.transactions).toEqual([expect.objectContaining({ kind: "fund", status: "final" })])

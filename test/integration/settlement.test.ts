@@ -14,6 +14,7 @@ import { AppConfig } from "../../src/Config.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { signIn } from "../support/SignIn.ts"
 import { getTake, type MakerOrder, makerOrder, signedTake, takeOverHttp } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -289,10 +290,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       expect(row!.error).not.toBe("")
       expect(yield* takeState(t.takeId)).toBe("failed")
       // cancelLock is final and indexed: everything back in available.
-      const escrow = yield* escrowAvailable(A.orderId).pipe(
-        Effect.repeat({ until: (e) => e?.locked === "0" }),
-        Effect.timeout("30 seconds"),
-      )
+      const escrow = yield* pollUntil(escrowAvailable(A.orderId), (e) => e?.locked === "0")
       expect(escrow).toEqual({ available: "3000000", locked: "0" })
     }),
   )
@@ -330,10 +328,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       const A = yield* newMaker(1, 4_000_000n)
       // Only this maker quotes (earlier tests' sets are still live); its funding must be indexed to be routable.
       yield* sql`update quote_sets set active = (order_id = ${A.orderId})`
-      yield* escrowAvailable(A.orderId).pipe(
-        Effect.repeat({ until: (e) => e?.available === "4000000" }),
-        Effect.timeout("30 seconds"),
-      )
+      yield* pollUntil(escrowAvailable(A.orderId), (e) => e?.available === "4000000")
       const payer = account(7)
       const token = yield* signIn(base, payer)
       yield* sql`insert into linked_accounts (master, venue, address, linked_at)
