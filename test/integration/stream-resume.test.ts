@@ -89,6 +89,17 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: resu
             .pipe(Effect.zipRight(Effect.sleep(`${delays[i]![1]} millis`))),
         { concurrency: 6, discard: true },
       ).pipe(
+        // Always end on rows this client may not see, published in a batch of their own: the client
+        // learns it reached the head only from an idle page (the edge behind an old rare timeout).
+        Effect.zipRight(publishedHead),
+        Effect.zipRight(Effect.sleep("100 millis")),
+        Effect.zipRight(
+          sql.withTransaction(
+            Effect.forEach([0, 1, 2], (i) =>
+              appendJournal({ kind: "order.updated", master: other.address.toLowerCase(), payload: { tail: i } }),
+            ),
+          ),
+        ),
         Effect.zipRight(publishedHead),
         Effect.tap((head) => Effect.sync(() => (finalHead = head))),
       )
@@ -103,7 +114,12 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: resu
           const conn = await connect(base)
           sessions++
           conn.send({ type: "subscribe", token, cursor })
-          const until = performance.now() + 20 + random() * 250
+          // Rows this client may not see move next_cursor only with the next page that carries an
+          // event, or with the idle page (500 ms without a send). Once the producer is done, the
+          // last rows may all be invisible: stay long enough for an idle page, else the client
+          // would never learn that it reached the head (the cause of this test's rare 60 s timeout).
+          const span = finalHead === undefined ? 20 + random() * 250 : 1_500
+          const until = performance.now() + span
           try {
             while (performance.now() < until) {
               const frame = await conn.next(Math.max(1, until - performance.now()))
