@@ -1,9 +1,21 @@
 import { FileSystem } from "@effect/platform"
-import { Context, Data, Effect, Config as EffectConfig, Layer, Option, ParseResult, Redacted, Schema } from "effect"
+import {
+  Context,
+  Data,
+  Effect,
+  Config as EffectConfig,
+  Either,
+  Layer,
+  Option,
+  ParseResult,
+  Redacted,
+  Schema,
+} from "effect"
 import { privateKeyToAddress } from "viem/accounts"
 import { DevelopmentConfig } from "./DevelopmentConfig.ts"
 import { parseProxyEntry } from "./Domain/ClientAddress.ts"
 import { Address, Amount, NonNegativeInt, PositiveInt, VenueId } from "./Domain/Primitives.ts"
+import { databaseUrlProblem, parseJsonText, privateKeyProblem } from "./StartupChecks.ts"
 
 /**
  * The deployment configuration: what GET /v1/info and /v1/venues publish, plus the secrets the
@@ -225,6 +237,10 @@ const PrivateKey = Schema.Redacted(
   Schema.String.pipe(
     Schema.pattern(/^0x[0-9a-fA-F]{64}$/),
     Schema.annotations({ message: () => "must be a 0x-prefixed 32-byte hex private key" }),
+    // Zero or past the curve's order: viem would throw (with a stack) when deriving the address.
+    Schema.filter((k) => privateKeyProblem(k) === undefined, {
+      message: () => "is not a valid secp256k1 private key (out of range)",
+    }),
   ),
 ).annotations({ message: () => "must be a 0x-prefixed 32-byte hex private key" })
 
@@ -321,12 +337,38 @@ export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShap
       const operatorKey = yield* EffectConfig.option(EffectConfig.redacted("OPERATOR_KEY"))
       const port = yield* EffectConfig.port("PORT").pipe(EffectConfig.withDefault(8080))
       const databaseUrl = yield* EffectConfig.option(EffectConfig.redacted("DATABASE_URL"))
+      // Each failure below is one line naming the variable and the fix, never a value (start-up errors).
+      if (Option.isSome(operatorKey)) {
+        const problem = privateKeyProblem(Redacted.value(operatorKey.value))
+        if (problem !== undefined) {
+          return yield* new ConfigInvalid({
+            message: `OPERATOR_KEY ${problem}: fix it, or unset it to use operator_key`,
+          })
+        }
+      }
+      if (Option.isSome(databaseUrl)) {
+        const problem = databaseUrlProblem(Redacted.value(databaseUrl.value))
+        if (problem !== undefined) return yield* new ConfigInvalid({ message: `DATABASE_URL ${problem}` })
+      }
       const { raw, source } = Option.isSome(path)
         ? {
             raw: yield* fs.readFileString(path.value).pipe(
-              Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
               Effect.mapError(
-                (e) => new ConfigInvalid({ message: `cannot read SETTLEMENT_CONFIG ${path.value}: ${String(e)}` }),
+                (e) =>
+                  new ConfigInvalid({
+                    message: `SETTLEMENT_CONFIG ${path.value}: cannot read the file (${e._tag === "SystemError" ? (e.reason === "NotFound" ? "no such file" : e.reason) : "bad path"}); point SETTLEMENT_CONFIG at your deployment config`,
+                  }),
+              ),
+              Effect.flatMap((text) =>
+                Either.match(parseJsonText(text), {
+                  onLeft: (where) =>
+                    Effect.fail(
+                      new ConfigInvalid({
+                        message: `SETTLEMENT_CONFIG ${path.value}: not valid JSON at ${where}; fix the file there`,
+                      }),
+                    ),
+                  onRight: Effect.succeed,
+                }),
               ),
             ),
             source: path.value,

@@ -1,5 +1,5 @@
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer } from "effect"
+import { ConfigError, Console, Effect, Layer } from "effect"
 import { ActorsLive } from "../actors/Actors.ts"
 import { ChainLive } from "./Chain/ChainLive.ts"
 import { ClusterLive } from "./Cluster.ts"
@@ -16,9 +16,18 @@ export const MainLive = Layer.mergeAll(HttpLive, ActorsLive).pipe(
   Layer.provide(NodeContext.layer),
 )
 
+/** A start-up failure the operator fixes: one line naming the setting and the fix, no stack, exit 1. */
+const refuseToStart = (line: string) => Console.error(line).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
+
 Layer.launch(MainLive).pipe(
-  Effect.catchTag("ConfigInvalid", (e) =>
-    Console.error(e.message).pipe(Effect.zipRight(Effect.sync(() => process.exit(1)))),
+  Effect.catchTag("ConfigInvalid", (e) => refuseToStart(e.message)),
+  // An environment variable Effect's Config could not read (PORT=abc): its own text names the variable.
+  Effect.catchIf(ConfigError.isConfigError, (e) =>
+    refuseToStart(
+      `invalid environment: ${String(e)
+        .replace(/^\((.*)\)$/s, "$1")
+        .replace(/\s+/g, " ")}`,
+    ),
   ),
   NodeRuntime.runMain,
 )

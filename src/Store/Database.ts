@@ -1,10 +1,11 @@
 import { readdirSync } from "node:fs"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { NodeContext } from "@effect/platform-node"
-import type { Migrator } from "@effect/sql"
+import { type Migrator, SqlError } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Effect, Layer, Option, type Redacted } from "effect"
-import { AppConfig } from "../Config.ts"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig, ConfigInvalid } from "../Config.ts"
+import { describeDatabaseConnectFailure } from "../StartupChecks.ts"
 import { MIGRATIONS_LOCK, withAdvisoryLock } from "./AdvisoryLock.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
 
@@ -40,13 +41,24 @@ export const databaseLayer = (url: Redacted.Redacted<string>) =>
     Layer.provideMerge(PgClient.layer({ url, maxConnections: 16, applicationName: "settlement" })),
   )
 
-/** DATABASE_URL when set; otherwise an embedded PostgreSQL whose data lives in ./.data/pg. */
+/**
+ * DATABASE_URL when set; otherwise an embedded PostgreSQL whose data lives in ./.data/pg. A DATABASE_URL
+ * the pool cannot reach stops the start with one line naming it and the fix (ConfigInvalid), not the
+ * driver's stack.
+ */
 export const DatabaseLive = Layer.unwrapScoped(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const url = Option.isSome(config.databaseUrl)
-      ? config.databaseUrl.value
-      : yield* startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(Effect.orDie)
-    return databaseLayer(url)
+    if (Option.isNone(config.databaseUrl)) {
+      return databaseLayer(yield* startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(Effect.orDie))
+    }
+    const url = config.databaseUrl.value
+    return databaseLayer(url).pipe(
+      Layer.mapError((e) =>
+        e instanceof SqlError.SqlError && /^PgClient: (Failed to connect|Connection timed out)/.test(e.message)
+          ? new ConfigInvalid({ message: describeDatabaseConnectFailure(Redacted.value(url), e.cause) })
+          : e,
+      ),
+    )
   }),
 )
