@@ -15,24 +15,30 @@ export const ESCROW_DOMAIN_VERSION = "1"
 export const PERPS_DEX = 0
 export const SPOT_DEX = 4294967295
 
-export interface EscrowDomain {
+/** The domain of a SettlementEscrow deployment of version `V` ("1" here, "2" in EscrowTypedDataV2.ts). */
+export interface EscrowDomainOf<V extends string> {
   readonly name: typeof ESCROW_DOMAIN_NAME
-  readonly version: typeof ESCROW_DOMAIN_VERSION
+  readonly version: V
   readonly chainId: number
   readonly verifyingContract: Address
 }
 
-/** The domain of the escrow `escrow` on chain `chainId` (address checksummed; throws on a malformed one). */
-export const escrowDomain = (chainId: number | bigint, escrow: Address): EscrowDomain => {
+export type EscrowDomain = EscrowDomainOf<typeof ESCROW_DOMAIN_VERSION>
+
+/** The domain of escrow version `version` at `escrow` on `chainId` (checksummed; throws on a malformed address). */
+export const versionedEscrowDomain = <V extends string>(
+  version: V,
+  chainId: number | bigint,
+  escrow: Address,
+): EscrowDomainOf<V> => {
   const id = Number(chainId)
   if (!Number.isSafeInteger(id) || id <= 0) throw new RangeError(`unsupported chain id ${chainId}`)
-  return {
-    name: ESCROW_DOMAIN_NAME,
-    version: ESCROW_DOMAIN_VERSION,
-    chainId: id,
-    verifyingContract: getAddress(escrow),
-  }
+  return { name: ESCROW_DOMAIN_NAME, version, chainId: id, verifyingContract: getAddress(escrow) }
 }
+
+/** The domain of the (v1) escrow `escrow` on chain `chainId`. */
+export const escrowDomain = (chainId: number | bigint, escrow: Address): EscrowDomain =>
+  versionedEscrowDomain(ESCROW_DOMAIN_VERSION, chainId, escrow)
 
 // ------------------------------------------------------------------ types (field order is part of the hash)
 
@@ -159,10 +165,17 @@ export interface Fill {
 
 // ------------------------------------------------------------------ builders
 
-type Definition<T extends Record<string, unknown>, P extends keyof T & string> = TypedDataDefinition<T, P> & {
-  readonly domain: EscrowDomain
+/** A builder's result: viem's typed-data definition with the escrow domain of version `V` (default v1). */
+export type EscrowTypedDefinition<
+  T extends Record<string, unknown>,
+  P extends keyof T & string,
+  V extends string = typeof ESCROW_DOMAIN_VERSION,
+> = TypedDataDefinition<T, P> & {
+  readonly domain: EscrowDomainOf<V>
   readonly primaryType: P
 }
+
+type Definition<T extends Record<string, unknown>, P extends keyof T & string> = EscrowTypedDefinition<T, P>
 
 /** The owner's FundOrder, in the funded escrow's domain. */
 export const fundOrderTypedData = (

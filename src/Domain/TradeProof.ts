@@ -13,10 +13,10 @@
  * Typed data travels in wire form (src/Domain/WireTypedData.ts: bigints as decimal strings), exactly what
  * `eth_signTypedData_v4` and viem's `verifyTypedData` take.
  */
-import { type Address, getAddress, type Hex } from "viem"
 import { type Fill, fillTypedData, type Quote, quoteSetTypedData } from "./EscrowTypedData.ts"
 import type { WireQuote } from "./WireQuote.ts"
 import { toWireTypedData } from "./WireTypedData.ts"
+import { wireAddress as address, wireBig as big, wireHex as hex } from "./WireValues.ts"
 
 export type SettlementKind = "lock" | "pay" | "claim" | "claim_payment"
 
@@ -65,20 +65,6 @@ export interface TradeProofInput {
   readonly secret: string | null
   readonly transactions: ReadonlyArray<SettlementTransaction>
 }
-
-const big = (v: unknown): bigint => {
-  if (typeof v === "bigint") return v
-  if (typeof v === "number" && Number.isSafeInteger(v)) return BigInt(v)
-  if (typeof v === "string" && /^[0-9]{1,78}$/.test(v)) return BigInt(v)
-  throw new TypeError(`not an unsigned integer: ${String(v)}`)
-}
-
-const hex = (v: unknown): Hex => {
-  if (typeof v === "string" && /^0x[0-9a-fA-F]*$/.test(v)) return v.toLowerCase() as Hex
-  throw new TypeError(`not hex: ${String(v)}`)
-}
-
-const address = (v: unknown): Address => getAddress(hex(v))
 
 /**
  * The Fill message from its stored wire form (decimal strings, lowercase addresses). A stored full typed-data
