@@ -337,7 +337,7 @@ describe("npm start with SETTLEMENT_CONFIG", () => {
       child.stderr.on("data", (d: Buffer) => (out += d.toString()))
       const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
       expect(code).toBe(1)
-      expect(out).toMatch(/cannot read SETTLEMENT_CONFIG .*missing\.json/)
+      expect(out).toMatch(/SETTLEMENT_CONFIG .*missing\.json: cannot read the file \(no such file\)/)
       expect(out).not.toMatch(/\[devnet/)
       expect(existsSync(other.dataDir)).toBe(false)
     } finally {
