@@ -2,12 +2,13 @@ import { readdirSync } from "node:fs"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { NodeContext } from "@effect/platform-node"
 import { type Migrator, SqlError } from "@effect/sql"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig, ConfigInvalid } from "../Config.ts"
 import { describeDatabaseConnectFailure } from "../StartupChecks.ts"
 import { MIGRATIONS_LOCK, withAdvisoryLock } from "./AdvisoryLock.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
+import { pgClientLayer } from "./Notifications.ts"
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations", import.meta.url))
 
@@ -31,14 +32,15 @@ export const migrationsLoader: Migrator.Loader = Effect.sync(() =>
 )
 
 /**
- * A pool on the given PostgreSQL with every pending migration applied. PgMigrator locks its table
+ * A pool on the given PostgreSQL with every pending migration applied (its `listen` shares one connection and
+ * runs one statement at a time: Notifications.ts). PgMigrator locks its table
  * while it migrates, but creates that table without a lock: the advisory lock makes two first-ever
  * starts on one empty database take turns (see withAdvisoryLock).
  */
 export const databaseLayer = (url: Redacted.Redacted<string>) =>
   withAdvisoryLock(MIGRATIONS_LOCK, PgMigrator.layer({ loader: migrationsLoader })).pipe(
     Layer.provide(NodeContext.layer),
-    Layer.provideMerge(PgClient.layer({ url, maxConnections: 16, applicationName: "settlement" })),
+    Layer.provideMerge(pgClientLayer({ url, maxConnections: 16, applicationName: "settlement" })),
   )
 
 /**
