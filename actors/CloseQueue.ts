@@ -20,11 +20,11 @@
  * expired one minute after the CloseOffer's deadline. An expired close whose transaction ends later records that
  * end too (closing stays false).
  */
-import { Singleton } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Duration, Effect, Queue, Schedule, Stream } from "effect"
 import { settleCloses } from "../src/Store/Closes.ts"
 import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 /** Fallback pass interval (the watcher's ingest, which finality also waits for, does not notify). */
 export const CLOSE_SWEEP = Duration.millis(500)
@@ -49,4 +49,4 @@ export const runCloseQueue = Effect.gen(function* () {
   )
 }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "CloseQueue" }))
 
-export const CloseQueueLive = Singleton.make("close-queue", runCloseQueue)
+export const CloseQueueLive = supervisedSingleton("close-queue", runCloseQueue)

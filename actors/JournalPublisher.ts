@@ -1,8 +1,8 @@
-import { Singleton } from "@effect/cluster"
 import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Queue, Schedule, Stream } from "effect"
 import { JOURNAL_PENDING_CHANNEL, publishJournalBatch } from "../src/Store/Journal.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 const BATCH = 500
 /** Fallback poll when a notification is missed (e.g. while the LISTEN connection reconnects). */
@@ -30,4 +30,4 @@ export const runJournalPublisher = Effect.gen(function* () {
 }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "JournalPublisher" }))
 
 /** One publisher in the whole cluster: the cursor sequence has a single writer. */
-export const JournalPublisherLive = Singleton.make("journal-publisher", runJournalPublisher)
+export const JournalPublisherLive = supervisedSingleton("journal-publisher", runJournalPublisher)

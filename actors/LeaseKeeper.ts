@@ -1,6 +1,6 @@
-import { Singleton } from "@effect/cluster"
 import { Clock, Duration, Effect } from "effect"
 import { expireLeases } from "../src/Store/QuoteIdentities.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 /** How often leases are checked: the dead-man switch fires within this much after expiry. */
 export const LEASE_SWEEP = Duration.millis(250)
@@ -24,4 +24,4 @@ export const runLeaseKeeper = sweepLeases.pipe(
  * The lease keeper runs once in the cluster. A singleton sweeping by expiry time, rather than an
  * entity per identity holding a timer, needs no re-arming after a crash or a shard move.
  */
-export const LeaseKeeperLive = Singleton.make("lease-keeper", runLeaseKeeper)
+export const LeaseKeeperLive = supervisedSingleton("lease-keeper", runLeaseKeeper)

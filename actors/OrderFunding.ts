@@ -1,4 +1,3 @@
-import { Singleton } from "@effect/cluster"
 import { Clock, Duration, Effect } from "effect"
 import { getAddress, type Hex } from "viem"
 import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
@@ -13,6 +12,7 @@ import {
   markFunding,
   settleFundingOrders,
 } from "../src/Store/Orders.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 const SWEEP = Duration.seconds(1)
 const BATCH = 64
@@ -110,4 +110,4 @@ export const runOrderFunding = sweep.pipe(
   Effect.annotateLogs({ actor: "OrderFunding" }),
 )
 
-export const OrderFundingLive = Singleton.make("order-funding", runOrderFunding)
+export const OrderFundingLive = supervisedSingleton("order-funding", runOrderFunding)

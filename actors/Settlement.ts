@@ -12,7 +12,6 @@
  * Secrets stay sealed at rest and are opened only to build a `claim` (or a `claimPayment` before the secret is
  * public); a secret already public in the index (someone claimed, or we crashed after revealing) is used as is.
  */
-import { Singleton } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Option, Queue, Schedule, Stream } from "effect"
 import { getAddress, type Hex } from "viem"
@@ -46,6 +45,7 @@ import {
   settlingFills,
 } from "../src/Store/Settlement.ts"
 import { expireUnsignedTakes } from "../src/Store/Takes.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 /** Pass interval without a wake-up: newly signed fills are found by it (relayer outcomes and index pages wake the sweep). */
 export const SETTLEMENT_SWEEP = Duration.millis(250)
@@ -249,7 +249,7 @@ export const runSettlement = (open: OpenSecret) =>
   }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "Settlement" }))
 
 /** The singleton, given how secrets are opened. */
-export const settlementLive = (open: OpenSecret) => Singleton.make("settlement", runSettlement(open))
+export const settlementLive = (open: OpenSecret) => supervisedSingleton("settlement", runSettlement(open))
 
 /** The service's singleton: secrets opened from their sealed rows (src/Store/FillSecrets.ts). */
 export const SettlementLive = settlementLive(openStoredFillSecret)

@@ -10,11 +10,11 @@
  * (spec Recovery). A refusal (no liquidity now, a chain node down) is recorded on the intent and retried later;
  * the client may cancel meanwhile.
  */
-import { Singleton } from "@effect/cluster"
 import { Duration, Effect, Layer, Option } from "effect"
 import { SecureRandom } from "../src/SecureRandom.ts"
 import { deferTransfer, dueTransfers, type TransferRow } from "../src/Store/Transfers.ts"
 import { payerBalance, takeForTransfer } from "../src/Store/TransferTake.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 const BATCH = 32
 /** Pass interval; a relayed withdrawal's payout lands on chain within seconds, so a second is enough. */
@@ -71,4 +71,6 @@ export const runTransferDesk = sweepTransfers.pipe(
   Effect.annotateLogs({ actor: "TransferDesk" }),
 )
 
-export const TransferDeskLive = Singleton.make("transfer-desk", runTransferDesk).pipe(Layer.provide(SecureRandom.Live))
+export const TransferDeskLive = supervisedSingleton("transfer-desk", runTransferDesk).pipe(
+  Layer.provide(SecureRandom.Live),
+)

@@ -1,4 +1,3 @@
-import { Singleton } from "@effect/cluster"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Duration, Effect, Layer, Queue, Random, Redacted, Schedule, Stream } from "effect"
@@ -36,6 +35,7 @@ import {
   recordRequestError,
   type SignedAttempt,
 } from "../src/Store/Relayer.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 /**
  * TxRelayer: one cluster singleton per (venue chain, operator key), the only nonce authority. Each
@@ -471,17 +471,17 @@ const receiptFacts = (receipt: TransactionReceipt): ReceiptFacts => ({
   success: receipt.status === "success",
 })
 
+/** The relayer's body; it ends only by failing (its supervisor restarts it) or by interruption. */
 export const runTxRelayer = (venue: VenueConfig) =>
   makeTxRelayer(venue).pipe(
     Effect.flatMap(({ run }) => run),
-    Effect.catchAllCause((cause) => Effect.logError("tx relayer stopped", { venue: venue.id }, cause)),
     Effect.annotateLogs({ actor: "TxRelayer", venue: venue.id }),
   )
 
-/** One relayer singleton per venue chain and operator key. */
+/** One supervised relayer singleton per venue chain and operator key. */
 export const TxRelayersLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ deployment, operator }) => {
-    const layers = deployment.venues.map((v) => Singleton.make(`tx-relayer:${v.id}:${operator}`, runTxRelayer(v)))
+    const layers = deployment.venues.map((v) => supervisedSingleton(`tx-relayer:${v.id}:${operator}`, runTxRelayer(v)))
     return Layer.mergeAll(layers[0] ?? Layer.empty, ...layers.slice(1))
   }),
 )

@@ -1,4 +1,3 @@
-import { Singleton } from "@effect/cluster"
 import type { SqlClient } from "@effect/sql"
 import { Cause, Clock, Duration, Effect, Either, Fiber, Layer, Random } from "effect"
 import type { Address, Hex, Log, PublicClient } from "viem"
@@ -23,6 +22,7 @@ import {
   recordIntegrityCheck,
 } from "../src/Store/ChainIndex.ts"
 import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 
 /**
  * VenueWatcher: one cluster singleton per venue chain. Each poll it reads `latest`, `safe` and
@@ -31,7 +31,8 @@ import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
  * escrow's (and legacy escrow's) events up to the finalized head in bounded pages from its
  * persisted cursor, reads the operator's gas, writes the status row /health reads, and runs the
  * integrity check when due or requested. RPC failures are classified and retried with backoff; a
- * failing chain is reported in its status row (not ready), never a crash.
+ * failing chain is reported in its status row (not ready), never a crash. Anything that ends the body
+ * (a defect outside a poll, a failed start) is restarted by its supervisor (src/Supervision.ts).
  */
 
 interface Head {
@@ -397,6 +398,8 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     const run = Effect.gen(function* () {
       let failures = 0
       for (;;) {
+        // Outside the poll's own retry: a defect here is the supervisor's (src/Supervision.ts) to restart.
+        yield* fault.hit("watcher.before-poll")
         const exit = yield* Effect.exit(poll)
         if (exit._tag === "Success") {
           failures = 0
@@ -421,17 +424,17 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     return { handle, run }
   })
 
+/** The watcher's body; it ends only by failing (its supervisor restarts it) or by interruption. */
 export const runVenueWatcher = (venue: VenueConfig) =>
   makeVenueWatcher(venue).pipe(
     Effect.flatMap(({ run }) => run),
-    Effect.catchAllCause((cause) => Effect.logError("venue watcher stopped", { venue: venue.id }, cause)),
     Effect.annotateLogs({ actor: "VenueWatcher", venue: venue.id }),
   )
 
-/** One watcher singleton per configured venue chain. */
+/** One supervised watcher singleton per configured venue chain. */
 export const VenueWatchersLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ deployment }) => {
-    const layers = deployment.venues.map((v) => Singleton.make(`venue-watcher:${v.id}`, runVenueWatcher(v)))
+    const layers = deployment.venues.map((v) => supervisedSingleton(`venue-watcher:${v.id}`, runVenueWatcher(v)))
     return Layer.mergeAll(layers[0] ?? Layer.empty, ...layers.slice(1))
   }),
 )

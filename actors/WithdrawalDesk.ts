@@ -18,7 +18,6 @@
  *   `failed` once the venue says it is absent *after* the signed transfer's nonce window closed (it can no longer
  *   land); until then it stays `unknown` and blocks the account's next withdrawal.
  */
-import { Singleton } from "@effect/cluster"
 import { Cause, Clock, Duration, Effect, Exit, Layer, Option, Schedule } from "effect"
 import type { Address, Hex } from "viem"
 import { AppConfig } from "../src/Config.ts"
@@ -33,6 +32,7 @@ import {
   venueRefClaimed,
   type WithdrawalRow,
 } from "../src/Store/Withdrawals.ts"
+import { supervisedSingleton } from "../src/Supervision.ts"
 import { VenueAdapters } from "../src/Venues/VenueAdapters.ts"
 import { VenueAdaptersLive } from "../src/Venues/VenueAdaptersLive.ts"
 
@@ -224,6 +224,6 @@ export const runWithdrawalDesk = Effect.gen(function* () {
   )
 }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "WithdrawalDesk" }))
 
-export const WithdrawalDeskLive = Singleton.make("withdrawal-desk", runWithdrawalDesk).pipe(
+export const WithdrawalDeskLive = supervisedSingleton("withdrawal-desk", runWithdrawalDesk).pipe(
   Layer.provide(VenueAdaptersLive),
 )

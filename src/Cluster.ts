@@ -1,8 +1,20 @@
-import { RunnerAddress, ShardingConfig, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
+import {
+  RunnerAddress,
+  RunnerHealth,
+  Runners,
+  ShardingConfig,
+  SocketRunner,
+  SqlMessageStorage,
+  SqlRunnerStorage,
+} from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
+import { RpcSerialization } from "@effect/rpc"
 import { Config, Effect, Layer, Option } from "effect"
+import { shardingConfig } from "./ClusterConfig.ts"
 import { freePort } from "./FreePort.ts"
+import { RunnerStatusLive } from "./RunnerStatus.ts"
 import { CLUSTER_STORAGE_LOCK, withAdvisoryLock } from "./Store/AdvisoryLock.ts"
+import { Supervision } from "./Supervision.ts"
 
 export interface RunnerOptions {
   /** Address other runners use to reach this one. */
@@ -11,32 +23,45 @@ export interface RunnerOptions {
 }
 
 /**
- * This process as one runner of the cluster, with message and runner storage in the same
- * PostgreSQL. Every option is passed explicitly: the cluster's own env reader would otherwise take
- * PORT and HOST, which mean something else here.
+ * Message and runner storage as NodeClusterSocket builds them for `storage: "sql"`, built under an
+ * advisory lock: @effect/cluster creates its tables (cluster_runners, cluster_messages, …) with
+ * `CREATE TABLE IF NOT EXISTS`, which races between two first-ever starts (see withAdvisoryLock).
+ * Needs ShardingConfig and SqlClient.
  */
-export const clusterLayer = (runner: RunnerOptions) => {
-  const shardingConfig = {
-    runnerAddress: Option.some(RunnerAddress.make(runner.host, runner.port)),
-    runnerListenAddress: Option.some(RunnerAddress.make(runner.host, runner.port)),
-  }
-  return NodeClusterSocket.layer({ storage: "byo", shardingConfig }).pipe(
-    Layer.provideMerge(clusterStorage(shardingConfig)),
-  )
-}
+const storageLayer = withAdvisoryLock(
+  CLUSTER_STORAGE_LOCK,
+  Layer.mergeAll(Layer.orDie(SqlMessageStorage.layer), Layer.orDie(SqlRunnerStorage.layer)),
+)
+
+/** The storage alone with a config of its own (start-up tests build it without a runner). */
+export const clusterStorage = (overrides: Partial<ShardingConfig.ShardingConfig["Type"]>) =>
+  storageLayer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(overrides))))
+
+/** NodeClusterSocket.layer's socket runner with ping health checks, minus its own ShardingConfig. */
+const socketRunner = SocketRunner.layer.pipe(
+  Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+  Layer.provide(
+    RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol)),
+  ),
+)
 
 /**
- * The same message and runner storage NodeClusterSocket builds for `storage: "sql"`, built under
- * an advisory lock: @effect/cluster creates its tables (cluster_runners, cluster_messages, …) with
- * `CREATE TABLE IF NOT EXISTS`, which races between two first-ever starts (see withAdvisoryLock).
+ * This process as one runner of the cluster, with message and runner storage in the same
+ * PostgreSQL, one ShardingConfig for all of it, the Supervision records of its singletons, and its
+ * status row writer (which also removes dead runners' rows and old processed messages).
  */
-export const clusterStorage = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>) =>
-  withAdvisoryLock(
-    CLUSTER_STORAGE_LOCK,
-    Layer.mergeAll(Layer.orDie(SqlMessageStorage.layer), Layer.orDie(SqlRunnerStorage.layer)).pipe(
-      Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
-    ),
+export const clusterLayer = (runner: RunnerOptions) => {
+  const address = RunnerAddress.make(runner.host, runner.port)
+  const config = ShardingConfig.layer(
+    shardingConfig({ runnerAddress: Option.some(address), runnerListenAddress: Option.some(address) }),
   )
+  const sharding = socketRunner.pipe(
+    Layer.provideMerge(storageLayer),
+    Layer.provideMerge(config),
+    Layer.provide(RpcSerialization.layerMsgPack),
+  )
+  return RunnerStatusLive.pipe(Layer.provideMerge(sharding), Layer.provideMerge(Supervision.Live))
+}
 
 /** RUNNER_HOST (default 127.0.0.1) and RUNNER_PORT (default: a free port) name this runner. */
 export const ClusterLive = Layer.unwrapEffect(

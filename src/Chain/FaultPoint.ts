@@ -4,7 +4,9 @@ import { Config, Context, Effect, Layer, Option, Ref } from "effect"
  * Named crash points between a durable write and an external effect (BUGGIFY-style). In production
  * every point is a no-op. The crash harness arms one point in a child process through the
  * environment: SETTLEMENT_CRASH_POINT=<name> and SETTLEMENT_CRASH_HIT=<n> (default 1) kill the
- * process with SIGKILL (no finalizer runs) the n-th time that point is reached.
+ * process with SIGKILL (no finalizer runs) the n-th time that point is reached. The supervision
+ * test instead makes a point die: SETTLEMENT_DEFECT_POINT=<name> and SETTLEMENT_DEFECT_TIMES=<n>
+ * (default 1) raise a defect the first n times it is reached, then let it pass.
  */
 export const FAULT_POINTS = [
   /** The relayer signed a transaction; nothing is persisted yet. */
@@ -19,6 +21,8 @@ export const FAULT_POINTS = [
   "watcher.after-ingest-before-status",
   /** Settlement committed a fill's call key (and state); the call is not submitted to the relayer yet. */
   "settlement.after-commit-before-submit",
+  /** Before each watcher poll, outside the poll's own retry: a defect here ends the watcher's body. */
+  "watcher.before-poll",
 ] as const
 export type FaultPointName = (typeof FAULT_POINTS)[number]
 
@@ -52,12 +56,34 @@ export class FaultPoint extends Context.Tag("FaultPoint")<
       }),
     )
 
-  /** Armed from the environment when SETTLEMENT_CRASH_POINT is set, otherwise a no-op. */
+  /** Dies (a defect, as a bug would) the first `times` times `point` is reached; passes after. */
+  static readonly defective = (point: string, times: number) =>
+    Layer.effect(
+      FaultPoint,
+      Effect.gen(function* () {
+        const count = yield* Ref.make(0)
+        return {
+          hit: (name: FaultPointName) =>
+            name !== point
+              ? Effect.void
+              : Ref.updateAndGet(count, (n) => n + 1).pipe(
+                  Effect.flatMap((n) =>
+                    n <= times ? Effect.die(new Error(`injected defect ${n} of ${times} at ${name}`)) : Effect.void,
+                  ),
+                ),
+        }
+      }),
+    )
+
+  /** Armed from the environment when SETTLEMENT_CRASH_POINT or SETTLEMENT_DEFECT_POINT is set, otherwise a no-op. */
   static readonly fromEnv = Layer.unwrapEffect(
     Effect.gen(function* () {
       const point = yield* Config.option(Config.string("SETTLEMENT_CRASH_POINT"))
       const hit = yield* Config.integer("SETTLEMENT_CRASH_HIT").pipe(Config.withDefault(1))
-      return Option.isSome(point) ? FaultPoint.armed(point.value, hit) : FaultPoint.Noop
+      const defect = yield* Config.option(Config.string("SETTLEMENT_DEFECT_POINT"))
+      const times = yield* Config.integer("SETTLEMENT_DEFECT_TIMES").pipe(Config.withDefault(1))
+      if (Option.isSome(point)) return FaultPoint.armed(point.value, hit)
+      return Option.isSome(defect) ? FaultPoint.defective(defect.value, times) : FaultPoint.Noop
     }).pipe(Effect.orDie),
   )
 }

@@ -20,6 +20,39 @@ export const ChainHealth = Schema.Struct({
 }).annotations({ identifier: "ChainHealth" })
 export type ChainHealth = typeof ChainHealth.Type
 
+/**
+ * Supervision beside the spec's fields (DESIGN §4): from the status row each runner rewrites about
+ * every 2 s, so every runner answers the same. Not part of the ok/degraded rule.
+ */
+export const ClusterHealth = Schema.Struct({
+  actors: Schema.Array(
+    Schema.Struct({
+      kind: Schema.String.annotations({ description: "actor kind, e.g. venue-watcher (one per venue)" }),
+      active: Schema.Int.pipe(Schema.nonNegative()).annotations({ description: "instances running on live runners" }),
+      restarts: Schema.Int.pipe(Schema.nonNegative()).annotations({
+        description: "restarts after a failure, summed over listed runners since each started",
+      }),
+      last_failure: Schema.NullOr(Schema.Struct({ message: Schema.String, at: Timestamp, runner: Schema.String })),
+      mailbox_depth: Schema.Int.pipe(Schema.nonNegative()).annotations({
+        description: "unprocessed persisted messages (cluster_messages) of this entity type",
+      }),
+    }).annotations({ identifier: "ActorStatus" }),
+  ),
+  mailbox_depth: Schema.Int.pipe(Schema.nonNegative()).annotations({
+    description: "unprocessed persisted messages (cluster_messages), all kinds",
+  }),
+  runners: Schema.Array(
+    Schema.Struct({
+      address: Schema.String,
+      alive: Schema.Boolean.annotations({ description: "heartbeat younger than the shard lock expiration (6 s)" }),
+      heartbeat_age_ms: Schema.Int.pipe(Schema.nonNegative()),
+      shards: Schema.Int.pipe(Schema.nonNegative()),
+      singletons: Schema.Array(Schema.String).annotations({ description: "singletons whose body runs there now" }),
+    }).annotations({ identifier: "RunnerStatus" }),
+  ),
+}).annotations({ identifier: "ClusterHealth" })
+export type ClusterHealth = typeof ClusterHealth.Type
+
 const healthFields = {
   ready: Schema.Boolean,
   server_time: Timestamp,
@@ -27,6 +60,7 @@ const healthFields = {
   chains: Schema.Array(ChainHealth),
   journal_unpublished: Schema.Int.pipe(Schema.nonNegative()),
   journal_oldest_unpublished_seconds: Schema.Int,
+  cluster: ClusterHealth,
 }
 
 /** 200: every chain fresh at its final head, gas sufficient, < 32 pending transactions, no mismatch. */

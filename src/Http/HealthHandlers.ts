@@ -4,9 +4,13 @@ import { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
 import { HealthDegraded, HealthOk, MAX_PENDING_FOR_READY } from "../Domain/Health.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { journalStats } from "../Store/Journal.ts"
+import { clusterHealth } from "../Store/RunnerStatus.ts"
 import { Api } from "./Api.ts"
 
-/** Readiness as the spec defines it; the journal figures come from the database, not memory. */
+/**
+ * Readiness as the spec defines it; the journal figures come from the database, not memory. The
+ * cluster's supervision (actors, mailboxes, runners) is shown beside it from the runners' status rows.
+ */
 export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function* () {
     const board = yield* ChainStatusBoard
@@ -14,12 +18,14 @@ export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
       .handle("health", () =>
         Effect.gen(function* () {
           // A failed database read never claims readiness and never turns /health into a 500.
-          const [chains, pending, journal, now] = yield* Effect.all(
+          const [chains, pending, journal, now, cluster] = yield* Effect.all(
             [
               board.chains,
               Effect.either(board.pendingTransactions),
               Effect.either(journalStats),
               Clock.currentTimeMillis,
+              // Shown beside the spec's fields, never part of ready: an unreadable table shows as empty.
+              clusterHealth.pipe(Effect.orElseSucceed(() => ({ actors: [], mailbox_depth: 0, runners: [] }))),
             ],
             { concurrency: "unbounded" },
           )
@@ -38,6 +44,7 @@ export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
             chains,
             journal_unpublished: journalFigures.unpublished,
             journal_oldest_unpublished_seconds: journalFigures.oldestUnpublishedSeconds,
+            cluster,
           }
           return ready
             ? new HealthOk({ status: "ok", ...body })

@@ -9,7 +9,7 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 
 const overrides = {
   limits: { pay_window_seconds: 90, fill_max: "5000000000" },
-  settlement: { lock_cutoff_seconds: 45 },
+  settlement: { lock_cutoff_seconds: 45, claim_window_seconds: 900 },
   access: { mode: "beta", captcha_site_key: "site-key" },
 }
 const deployment = testDeployment(overrides)
@@ -41,6 +41,10 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
         taker_timeout_seconds: 3600,
         lock_cutoff_seconds: 45,
         reveal_cutoff_seconds: 600,
+        // Settlement v2 (DESIGN §6), from the config.
+        claim_window_seconds: 900,
+        pay_by_max_seconds: 120,
+        max_lock_seconds: 7200,
       })
       expect(info.access).toEqual({ mode: "beta", captcha_site_key: "site-key" })
       expect(info.chains).toEqual(
@@ -95,8 +99,11 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
           "chains",
           "journal_unpublished",
           "journal_oldest_unpublished_seconds",
+          // Supervision beside the spec's fields (no cluster runs in this test: empty, and no 500).
+          "cluster",
         ].sort(),
       )
+      expect(body.cluster).toEqual({ actors: [], mailbox_depth: 0, runners: [] })
       expect(body.status).toBe("degraded")
       expect(body.ready).toBe(false)
       expect(body.pending_transactions).toBe(0)
@@ -145,6 +152,12 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
       expect(spec.paths["/health"]!.get!.responses["503"]).toBeDefined()
       const text = JSON.stringify(spec)
       expect(text).not.toContain("HttpApiDecodeError")
+      // Info's settlement object: the spec's four values and the v2 ones.
+      const settlement = (spec.components.schemas.Info as { properties: Record<string, { properties?: object }> })
+        .properties.settlement
+      for (const k of ["reveal_cutoff_seconds", "claim_window_seconds", "pay_by_max_seconds", "max_lock_seconds"]) {
+        expect(Object.keys(settlement?.properties ?? {})).toContain(k)
+      }
       expect(text).toContain("INVALID_REQUEST")
       expect(text).toContain("request_id")
       const docs = yield* rawRequest(`${yield* baseUrl}/v1/docs`)
