@@ -3,7 +3,6 @@ import {
   RunnerHealth,
   Runners,
   ShardingConfig,
-  SocketRunner,
   SqlMessageStorage,
   SqlRunnerStorage,
 } from "@effect/cluster"
@@ -11,6 +10,7 @@ import { NodeClusterSocket } from "@effect/platform-node"
 import { RpcSerialization } from "@effect/rpc"
 import { Config, Effect, Layer, Option } from "effect"
 import { shardingConfig } from "./ClusterConfig.ts"
+import { socketRunnerLayer } from "./ClusterRunner.ts"
 import { freePort } from "./FreePort.ts"
 import { RunnerStatusLive } from "./RunnerStatus.ts"
 import { CLUSTER_STORAGE_LOCK, withAdvisoryLock } from "./Store/AdvisoryLock.ts"
@@ -37,8 +37,11 @@ const storageLayer = withAdvisoryLock(
 export const clusterStorage = (overrides: Partial<ShardingConfig.ShardingConfig["Type"]>) =>
   storageLayer.pipe(Layer.provide(ShardingConfig.layer(shardingConfig(overrides))))
 
-/** NodeClusterSocket.layer's socket runner with ping health checks, minus its own ShardingConfig. */
-const socketRunner = SocketRunner.layer.pipe(
+/**
+ * NodeClusterSocket.layer's socket runner with ping health checks, minus its own ShardingConfig, and with a
+ * start-up line that names the runner's address as internal (ClusterRunner.ts) instead of `Listening on: …`.
+ */
+const socketRunner = socketRunnerLayer.pipe(
   Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
   Layer.provide(
     RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol)),

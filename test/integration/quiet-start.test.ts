@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Redacted, Stream } from "effect"
+import { runnerLine } from "../../src/ClusterRunner.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { TestDatabaseLive, testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -9,7 +10,8 @@ import { startService, stopProcess } from "../support/Process.ts"
 
 /**
  * A quiet start (issue 15, item 6): no pg deprecation ("Calling client.query() when the client is already
- * executing a query", an error in pg 9: the LISTENs every actor sent at once on one connection).
+ * executing a query", an error in pg 9: the LISTENs every actor sent at once on one connection), and the
+ * cluster runner's start-up line says it is the runner's internal address, not the API's.
  */
 
 /** Warnings this process emitted (pg's deprecation goes through process.emitWarning). */
@@ -77,24 +79,31 @@ layer(TestDatabaseLive, { timeout: "180 seconds", excludeTestServices: true })(
       }),
     )
 
-    it.effect("the service starts and stops with no deprecation warning", () =>
-      Effect.gen(function* () {
-        const url = yield* testDatabaseUrl
-        const [port, runnerPort] = yield* Effect.all([freePort, freePort])
-        const service = yield* startService({
-          DATABASE_URL: Redacted.value(url),
-          PORT: String(port),
-          RUNNER_PORT: String(runnerPort),
-          NODE_OPTIONS: "--trace-deprecation",
-        })
-        // The actors and the stream's journal tail all subscribe (LISTEN) right after start-up.
-        expect((yield* rawRequest(`http://127.0.0.1:${port}/health/live`)).status).toBe(200)
-        yield* Effect.sleep("5 seconds")
-        yield* stopProcess(service.child)
-        const output = service.output()
-        expect(output).not.toMatch(/DeprecationWarning|already executing a query/)
-        expect(output).toContain(`settlement service listening on http://127.0.0.1:${port}`)
-      }).pipe(Effect.scoped),
+    it.effect(
+      "the service starts and stops with no deprecation warning and names the runner's address as internal",
+      () =>
+        Effect.gen(function* () {
+          const url = yield* testDatabaseUrl
+          const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+          const service = yield* startService({
+            DATABASE_URL: Redacted.value(url),
+            PORT: String(port),
+            RUNNER_PORT: String(runnerPort),
+            NODE_OPTIONS: "--trace-deprecation",
+          })
+          // The actors and the stream's journal tail all subscribe (LISTEN) right after start-up.
+          expect((yield* rawRequest(`http://127.0.0.1:${port}/health/live`)).status).toBe(200)
+          yield* Effect.sleep("5 seconds")
+          yield* stopProcess(service.child)
+          const output = service.output()
+          expect(output).not.toMatch(/DeprecationWarning|already executing a query/)
+          expect(output).toContain(`settlement service listening on http://127.0.0.1:${port}`)
+          // The runner's line says it is the runner's internal address, not the API's.
+          expect(output).toContain(runnerLine(`127.0.0.1:${runnerPort}`))
+          expect(output).not.toMatch(/Listening on: /)
+          // "listening on" is the API's line alone (what scripts and tests wait for).
+          expect(output.match(/listening on/g)).toHaveLength(1)
+        }).pipe(Effect.scoped),
     )
   },
 )
