@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
 
@@ -14,6 +14,7 @@ import { freePort } from "../../src/FreePort.ts"
  * SETTLEMENT_CONFIG: `node --import tsx src/main.ts`, as a child process.
  */
 const dir = mkdtempSync(join(tmpdir(), "startup-errors-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const OPERATOR_KEY = DevelopmentConfig.operator_key
 const PASSWORD = "pw-Secr3t-9f2c"
 
