@@ -390,12 +390,12 @@ contract SettlementEscrowV2 is ISettlementEscrowV2, EIP712, ReentrancyGuard {
     // ================================================================ hooks (see the contract notes)
 
     /// @dev The key of a Fill's lock and payment: its digest, never a caller-chosen id.
-    function _fillKey(Fill calldata, bytes32 digest) internal pure virtual returns (bytes32) {
+    function _fillKey(Fill calldata, bytes32 digest) internal view virtual returns (bytes32) {
         return digest;
     }
 
     /// @dev The Fill's taker escrow must be the escrow the maker quoted (not one that reports a fake payment).
-    function _checkTakerEscrow(Quote calldata q, Fill calldata f) internal pure virtual {
+    function _checkTakerEscrow(Quote calldata q, Fill calldata f) internal view virtual {
         if (q.escrow != f.takerEscrow) revert TakerEscrowMismatch(q.escrow, f.takerEscrow);
     }
 
@@ -464,7 +464,7 @@ contract SettlementEscrowV2 is ISettlementEscrowV2, EIP712, ReentrancyGuard {
     }
 
     /// @dev The payer's plain ECDSA signature over the Fill in its taker escrow's domain; returns the lock key.
-    function _verifyFill(Fill calldata f, bytes calldata fillSig) private pure returns (bytes32) {
+    function _verifyFill(Fill calldata f, bytes calldata fillSig) private view returns (bytes32) {
         bytes32 digest = EscrowHashingV2.fillDigest(f);
         if (!SignatureVerifier.isValidECDSA(f.payer, digest, fillSig)) revert InvalidSignature(f.payer);
         return _fillKey(f, digest);
