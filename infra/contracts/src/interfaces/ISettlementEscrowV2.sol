@@ -38,6 +38,12 @@ pragma solidity ^0.8.24;
 ///      So at the second an expiry is reached the claim side is closed and the refund side open; the last reveal
 ///      (`claimPayment` at `takerExpiry - 1`) leaves the recipient `>= CLAIM_WINDOW + 1` seconds to `claim`; and a
 ///      close requested at `t` completes (every lock of the order refundable to the owner) by `t + MAX_LOCK`.
+///      `issuedAt` is not compared with `now` (a maker's clock may run ahead of the chain; a later `issuedAt` only
+///      lengthens the exposure of the maker that signed it). The lock's time checks use this (maker) escrow's
+///      immutables, payTake's use the taker escrow's: a deployment gives both chains' escrows values that satisfy
+///      DESIGN §6's inequalities (F finality, D inclusion delay, δ timestamp drift, R reaction, C reveal cutoff):
+///      PAY_BY_MAX ≥ F_m + client check + D_t; TAKER_TIMEOUT_MIN ≥ F_t + R_maker + C; CLAIM_WINDOW ≥ δ_t + δ_m +
+///      R_claimer + D_m + F_m (minutes); PAY_BY_MAX + TAKER_TIMEOUT_MIN + CLAIM_WINDOW ≤ MAX_LOCK (enforced).
 interface ISettlementEscrowV2 {
     // ---------------------------------------------------------------- typed data (field order = EIP-712 order)
 
@@ -64,7 +70,8 @@ interface ISettlementEscrowV2 {
     /// @notice EIP-712 `Quote`. `receive_` is the EIP-712 field `receive` (a reserved word in Solidity).
     /// @dev The maker supplies `supply` units here for `receive` units of `token` paid to `recipient` by the escrow
     ///      `escrow` on chain `chainId` (the taker chain). `lock` requires the Fill's taker chain and escrow to be
-    ///      these, so a maker's funds move only against a payment held by an escrow it chose.
+    ///      these, so a maker's funds move only against a payment held by an escrow it chose. `token` is not checked
+    ///      on chain: an escrow holds one token, so `escrow` fixes it; clients check it against `escrow.token()`.
     struct Quote {
         uint256 chainId;
         address token;
