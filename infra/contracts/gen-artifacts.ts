@@ -29,6 +29,7 @@ export const compilerSettings = {
 /** The deployable contracts whose artifacts the TypeScript side uses. */
 export const contracts = [
   { file: "src/SettlementEscrow.sol", name: "SettlementEscrow" },
+  { file: "src/SettlementEscrowV2.sol", name: "SettlementEscrowV2" },
   { file: "src/LegacyEscrow.sol", name: "LegacyEscrow" },
   { file: "src/mocks/MockUSDC.sol", name: "MockUSDC" },
   { file: "src/mocks/MockCoreDepositWallet.sol", name: "MockCoreDepositWallet" },

@@ -28,6 +28,8 @@ interface Vm {
     function label(address account, string calldata newLabel) external;
     function etch(address target, bytes calldata newRuntimeBytecode) external;
     function getBlockTimestamp() external view returns (uint256 timestamp);
+    function envOr(string calldata name, uint256 defaultValue) external view returns (uint256 value);
+    function skip(bool skipTest) external;
 
     function assertTrue(bool condition, string calldata err) external pure;
     function assertFalse(bool condition, string calldata err) external pure;
