@@ -112,15 +112,23 @@ const submitCall = (f: SettlingFill, call: SettlementCall, key: string, open: Op
     const relayer = yield* Relayer
     const venueId = CALL_SIDE[call] === "maker" ? f.maker_venue : f.taker_venue
     const venue = deployment.venues.find((v) => v.id === venueId)
-    if (venue === undefined) return yield* Effect.logError(`fill ${f.id}: venue ${venueId} is not configured`)
+    if (venue === undefined) return yield* Effect.logError("settlement call's venue is not configured")
     const data = yield* calldataOf(f, call, open)
     yield* relayer.submit({ idempotencyKey: key, venue: venue.id, to: getAddress(venue.escrow), data }).pipe(
       Effect.catchTags({
-        IdempotencyConflict: () => Effect.logError(`fill ${f.id}: ${key} names another request`),
-        RelayerRejected: (e) => Effect.logError(`fill ${f.id}: ${call} not relayable: ${e.reason}`),
+        IdempotencyConflict: () => Effect.logError("settlement call's key names another relayer request"),
+        RelayerRejected: (e) => Effect.logError("settlement call not relayable", { reason: e.reason }),
       }),
     )
-  })
+  }).pipe(
+    Effect.annotateLogs({
+      fill_id: f.id,
+      take_id: f.take_id,
+      call,
+      tx_key: key,
+      venue: CALL_SIDE[call] === "maker" ? f.maker_venue : f.taker_venue,
+    }),
+  )
 
 /** Latest block timestamp per venue (Unix seconds); a venue whose node does not answer is left out. */
 const chainTimes = (venues: ReadonlyArray<string>) =>
@@ -134,7 +142,11 @@ const chainTimes = (venues: ReadonlyArray<string>) =>
         if (client === undefined) return Effect.void
         return Effect.tryPromise(() => client.getBlock({ blockTag: "latest" })).pipe(
           Effect.tap((b) => Effect.sync(() => times.set(id, b.timestamp))),
-          Effect.catchAll(() => Effect.logWarning(`settlement: no block time from ${id}; its fills wait`)),
+          Effect.catchAll(() =>
+            Effect.logWarning("settlement: no block time from the chain; its fills wait").pipe(
+              Effect.annotateLogs("venue", id),
+            ),
+          ),
         )
       },
       { concurrency: "unbounded", discard: true },
@@ -199,9 +211,8 @@ export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
         })
         // One fill's failure (a node, a defect) must not stall the others.
         return step.pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.as(Effect.logWarning(`settlement of fill ${f.id} failed`, cause), false),
-          ),
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement step failed", cause), false)),
+          Effect.annotateLogs({ fill_id: f.id, take_id: f.take_id, order_id: f.order_id }),
         )
       }
       // Fills are independent (each write is guarded by the state read), so a few go at once: a pass over many

@@ -381,10 +381,14 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             return receipt === null ? NOTHING : includedOutcome(r, receiptFacts(receipt))
           case "replaced":
             yield* markReplaced(r, yield* now)
-            yield* Effect.logWarning("nonce consumed by a foreign transaction", {
-              key: r.idempotencyKey,
-              nonce: r.nonce,
-            })
+            yield* Effect.logWarning("nonce consumed by a foreign transaction").pipe(
+              Effect.annotateLogs({
+                venue: venue.id,
+                tx_key: r.idempotencyKey,
+                nonce: String(r.nonce),
+                tx_hash: r.txHash,
+              }),
+            )
             return NOTHING
           case "rebroadcast":
             yield* broadcast([last.rawTx])
@@ -404,12 +408,17 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             const attempt = yield* sign(r, r.nonce, last.gasLimit, fees)
             const added = yield* addAttempt(r, last.attempt + 1, h.latest, attempt)
             if (!added) return NOTHING
-            yield* Effect.logInfo("replacing a stuck transaction", {
-              key: r.idempotencyKey,
-              nonce: r.nonce,
-              attempt: last.attempt + 1,
-              maxFeePerGas: fees.maxFeePerGas.toString(),
-            })
+            yield* Effect.logInfo("replacing a stuck transaction").pipe(
+              Effect.annotateLogs({
+                venue: venue.id,
+                tx_key: r.idempotencyKey,
+                nonce: String(r.nonce),
+                attempt: last.attempt + 1,
+                tx_hash: attempt.txHash,
+                replaces: last.txHash,
+                max_fee_per_gas: fees.maxFeePerGas.toString(),
+              }),
+            )
             yield* broadcast([attempt.rawTx])
             yield* recordBroadcasts([attempt.txHash], yield* now)
             return NOTHING
@@ -453,7 +462,9 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         const error = describeCause(exit.cause)
         // Once per streak, then every 20th failure: a dead RPC must not flood the log.
         if (failures === 1 || failures % 20 === 0) {
-          yield* Effect.logWarning("relayer pass failed", { venue: venue.id, failures, error })
+          yield* Effect.logWarning("relayer pass failed").pipe(
+            Effect.annotateLogs({ venue: venue.id, failures, error }),
+          )
         }
         const base = terminal ? MAX_BACKOFF_MS : Math.min(MAX_BACKOFF_MS, settings.poll_ms * 2 ** (failures - 1))
         yield* Effect.sleep(Duration.millis(Math.round(base * (yield* Random.nextRange(0.8, 1.2)))))

@@ -9,6 +9,7 @@ import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
+import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
 import {
   type ChainStatusRow,
   chainStatus,
@@ -326,10 +327,17 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
           mismatch = firstMismatch(indexed, snapshot)
         }
         yield* recordIntegrityCheck(venue.id, checkedAt, yield* nowDate, row.integrityRequestedAt, mismatch)
-        if (mismatch !== null) yield* Effect.logError("integrity mismatch", { venue: venue.id, mismatch })
+        if (mismatch !== null) {
+          bump(watcherFaults, [
+            ["venue", venue.id],
+            ["kind", "integrity_mismatch"],
+          ])
+          yield* Effect.logError("integrity mismatch").pipe(Effect.annotateLogs({ venue: venue.id, mismatch }))
+        }
       })
 
     let initialized = false
+    let lastLatest: { readonly number: bigint; readonly hash: string } | undefined
     const poll = Effect.gen(function* () {
       if (!initialized) {
         yield* initChainStatus(venue.id, venue.chain_id, operator, venue.deployment_block)
@@ -358,7 +366,13 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         const violation = yield* checkFinality(row, heads)
         if (violation !== null) {
           yield* latchIntegrityAlarm(venue.id, violation, yield* nowDate)
-          yield* Effect.logError("finality violated; ingestion stopped", { venue: venue.id, violation })
+          bump(watcherFaults, [
+            ["venue", venue.id],
+            ["kind", "finality_violated"],
+          ])
+          yield* Effect.logError("finality violated; ingestion stopped").pipe(
+            Effect.annotateLogs({ venue: venue.id, violation }),
+          )
           latched = true
         }
       }
@@ -374,6 +388,26 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
       }
       if (lastHead.hash !== heads.latest.hash.toLowerCase())
         lastHead = { hash: heads.latest.hash.toLowerCase(), seenAt: now }
+      // A head that went back, or changed at the same height: the unfinalized tip was reorganised.
+      if (
+        lastLatest !== undefined &&
+        (heads.latest.number < lastLatest.number ||
+          (heads.latest.number === lastLatest.number && heads.latest.hash.toLowerCase() !== lastLatest.hash))
+      ) {
+        bump(watcherReorgs, [["venue", venue.id]])
+        yield* Effect.logWarning("chain head reorganised").pipe(
+          Effect.annotateLogs({
+            venue: venue.id,
+            chain_id: venue.chain_id,
+            from_block: lastLatest.number.toString(),
+            from_hash: lastLatest.hash,
+            to_block: heads.latest.number.toString(),
+            to_hash: heads.latest.hash.toLowerCase(),
+            finalized_block: heads.finalized.number.toString(),
+          }),
+        )
+      }
+      lastLatest = { number: heads.latest.number, hash: heads.latest.hash.toLowerCase() }
       yield* recordHeads(venue.id, {
         latest: heads.latest.number,
         latestHash: heads.latest.hash,
@@ -410,8 +444,14 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         failures++
         const message = describeCause(exit.cause)
         yield* recordChainError(venue.id, message).pipe(Effect.ignore)
+        bump(watcherFaults, [
+          ["venue", venue.id],
+          ["kind", "poll_failed"],
+        ])
         if (failures === 1 || failures % 20 === 0) {
-          yield* Effect.logWarning("venue watcher poll failed", { venue: venue.id, failures, error: message })
+          yield* Effect.logWarning("venue watcher poll failed").pipe(
+            Effect.annotateLogs({ venue: venue.id, failures, error: message }),
+          )
         }
         const base = isTerminalOrMismatch(exit.cause)
           ? MAX_BACKOFF_MS

@@ -54,10 +54,13 @@ export const runWithdrawalDesk = Effect.gen(function* () {
 
   const move = (row: WithdrawalRow, from: WithdrawalState, to: WithdrawalState, fields: TransitionFields) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => transition(row.id, from, to, fields, now)).pipe(
+      // A move written is logged by the store (src/Store/Withdrawals.ts) with its fields.
       Effect.tap((moved) =>
         Option.isNone(moved)
-          ? Effect.logWarning(`withdrawal ${row.id}: not ${from} any more; ${to} not written (another desk moved it)`)
-          : Effect.logInfo(`withdrawal ${row.id} ${from} -> ${to}`),
+          ? Effect.logWarning("withdrawal not moved: another desk moved it first").pipe(
+              Effect.annotateLogs({ withdrawal_id: row.id, from_state: from, state: to }),
+            )
+          : Effect.void,
       ),
     )
 

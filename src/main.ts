@@ -5,6 +5,7 @@ import { ChainLive } from "./Chain/ChainLive.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
+import { LoggingLive } from "./Observability/Log.ts"
 import { DatabaseLive } from "./Store/Database.ts"
 
 /** The composition root: the only module that imports actors/. */
@@ -20,6 +21,8 @@ export const MainLive = Layer.mergeAll(HttpLive, ActorsLive).pipe(
 const refuseToStart = (line: string) => Console.error(line).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
 
 Layer.launch(MainLive).pipe(
+  // LOG_FORMAT / LOG_LEVEL: one JSON object per line unless on a terminal (src/Observability/Log.ts).
+  Effect.provide(LoggingLive),
   Effect.catchTag("ConfigInvalid", (e) => refuseToStart(e.message)),
   // An environment variable Effect's Config could not read (PORT=abc): its own text names the variable.
   Effect.catchIf(ConfigError.isConfigError, (e) =>

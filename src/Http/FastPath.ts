@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
+import type { ObserveRequest } from "../Observability/HttpObserver.ts"
 import { acceptRequestId } from "./RequestId.ts"
 
 /**
@@ -21,6 +22,8 @@ export interface FastPathOptions {
   readonly exposedHeaders: ReadonlyArray<string>
   /** The Effect runtime's clock (never the ambient one). */
   readonly now: () => number
+  /** Metrics and the access line of each request answered here (src/Observability/HttpObserver.ts). */
+  readonly observe?: ObserveRequest
 }
 
 /** The CORS headers Effect's cors middleware adds to a simple (non-preflight) response. */
@@ -49,16 +52,19 @@ export const installFastPaths = (server: Server, options: FastPathOptions) => {
       const route = req.method === "GET" ? byPath.get(req.url ?? "") : undefined
       if (route && req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined) {
         const res = args[1] as ServerResponse
+        const started = performance.now()
         const now = options.now()
         const body = Buffer.from(route.render(now))
+        const id = acceptRequestId(header(req, "x-request-id")) ?? randomUUID()
         res.writeHead(200, {
           "content-type": "application/json",
           "content-length": body.length,
-          "x-request-id": acceptRequestId(header(req, "x-request-id")) ?? randomUUID(),
+          "x-request-id": id,
           "x-server-time": String(now),
           ...cors(header(req, "origin")),
         })
         res.end(body)
+        options.observe?.("GET", route.path, 200, started, id)
         return true
       }
     }

@@ -1,12 +1,15 @@
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Effect, Random } from "effect"
+import { Cause, Clock, Effect, Random } from "effect"
+import type { ObserveRequest } from "../Observability/HttpObserver.ts"
 import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
 import { stampUpgradeAnswer } from "./UpgradeHeaders.ts"
 
 export interface GlobalMiddlewareOptions {
   readonly origins: ReadonlyArray<string>
   readonly exposedHeaders: ReadonlyArray<string>
+  /** Metrics and the access line of every request (src/Observability/HttpObserver.ts). */
+  readonly observe?: ObserveRequest
 }
 
 const randomUuid = Effect.map(Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]), (words) => {
@@ -35,9 +38,11 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
     exposedHeaders: [...options.exposedHeaders],
     maxAge: 600,
   })
+  const observe = options.observe
   return (app: HttpApp.Default): HttpApp.Default => {
     const withCors = cors(app)
     return Effect.gen(function* () {
+      const startedAt = performance.now()
       const request = yield* HttpServerRequest.HttpServerRequest
       const id = acceptRequestId(request.headers["x-request-id"]) ?? (yield* randomUuid)
       yield* appendStandardHeaders(id)
@@ -52,7 +57,21 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
       }
       // Responses the app produced were already written with the pre-response handlers; this
       // covers the ones produced here without reaching it (CORS preflights).
-      const response = yield* Effect.locally(withCors, CurrentRequestId, id)
+      // The request id on every log line the request causes, forked work included (annotations are inherited).
+      const served = Effect.annotateLogs(Effect.locally(withCors, CurrentRequestId, id), "request_id", id)
+      const response = yield* observe === undefined
+        ? served
+        : Effect.onExit(served, (exit) =>
+            Effect.sync(() =>
+              observe(
+                request.method,
+                request.url,
+                exit._tag === "Success" ? exit.value.status : Cause.isInterruptedOnly(exit.cause) ? 499 : 500,
+                startedAt,
+                id,
+              ),
+            ),
+          )
       const now = yield* Clock.currentTimeMillis
       return HttpServerResponse.setHeaders(response, { "x-request-id": id, "x-server-time": String(now) })
     })

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
+import type { ObserveRequest } from "../Observability/HttpObserver.ts"
 import { sha256 } from "../SecureRandom.ts"
 import type { CredentialRenewOutcome } from "../Store/QuoteIdentities.ts"
 import { corsHeaders } from "./FastPath.ts"
@@ -28,6 +29,8 @@ export interface LeaseFastPathOptions {
   readonly exposedHeaders: ReadonlyArray<string>
   /** The Effect runtime's clock (never the ambient one). */
   readonly now: () => number
+  /** Metrics and the access line of each request answered here (src/Observability/HttpObserver.ts). */
+  readonly observe?: ObserveRequest
 }
 
 const PATH = /^\/v1\/quote-identities\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/lease$/
@@ -41,6 +44,7 @@ export const installLeaseFastPath = (server: Server, options: LeaseFastPathOptio
   const cors = corsHeaders(options.origins, options.exposedHeaders.join(","))
   const emit = server.emit.bind(server) as (event: string, ...args: Array<unknown>) => boolean
 
+  const started = new WeakMap<IncomingMessage, number>()
   const answer = (req: IncomingMessage, res: ServerResponse, status: number, body: (id: string) => string) => {
     const id = acceptRequestId(header(req, "x-request-id")) ?? randomUUID()
     const bytes = Buffer.from(body(id))
@@ -52,6 +56,7 @@ export const installLeaseFastPath = (server: Server, options: LeaseFastPathOptio
       ...cors(header(req, "origin")),
     })
     res.end(bytes)
+    options.observe?.("PUT", req.url ?? "", status, started.get(req) ?? performance.now(), id)
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string, token: string) => {
@@ -99,6 +104,7 @@ export const installLeaseFastPath = (server: Server, options: LeaseFastPathOptio
         length <= MAX_BODY
       ) {
         const res = args[1] as ServerResponse
+        if (options.observe !== undefined) started.set(req, performance.now())
         handle(req, res, path[1]!, token).catch(() => {
           if (!res.headersSent) res.destroy()
         })

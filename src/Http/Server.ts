@@ -2,10 +2,12 @@ import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { Config, Console, Effect, Layer } from "effect"
+import { Config, Console, Effect, Layer, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
+import { makeRequestObserver } from "../Observability/HttpObserver.ts"
+import { LogOutput } from "../Observability/Log.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { renewLeaseWithCredential } from "../Store/QuoteIdentities.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
@@ -81,6 +83,11 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
       const clock = yield* Effect.clock
       const sql = yield* SqlClient.SqlClient
       const { requests_per_second: rate, request_burst: burst } = config.deployment.limits
+      // Request metrics always; the access line where the service's log is installed (src/Observability/Log.ts).
+      const observe = makeRequestObserver(
+        [...options.api.routes, ...RAW_ROUTES],
+        Option.getOrUndefined(yield* Effect.serviceOption(LogOutput)),
+      )
       // server_time is the only part that changes: splice it into the fixed JSON, in schema order.
       const { api_version, ...rest } = infoFixed(config)
       const template = JSON.stringify({ api_version, server_time: "\u0000", ...rest })
@@ -93,6 +100,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
             origins: config.deployment.app_origins,
             exposedHeaders: EXPOSED_HEADERS,
             now: () => clock.unsafeCurrentTimeMillis(),
+            observe,
           })
           installLeaseFastPath(server, {
             renew: (p) =>
@@ -104,12 +112,13 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
             origins: config.deployment.app_origins,
             exposedHeaders: EXPOSED_HEADERS,
             now: () => clock.unsafeCurrentTimeMillis(),
+            observe,
           })
         }
         return server
       }
       const serving = HttpApiBuilder.serve(
-        globalMiddleware({ origins: config.deployment.app_origins, exposedHeaders: EXPOSED_HEADERS }),
+        globalMiddleware({ origins: config.deployment.app_origins, exposedHeaders: EXPOSED_HEADERS, observe }),
       ).pipe(
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),

@@ -7,6 +7,7 @@ import {
   isZeroOrder,
   PENDING_CLOSES_LIMIT,
 } from "../Domain/Close.ts"
+import { bump, closeTransitions } from "../Observability/Metrics.ts"
 import { appendJournal } from "./Journal.ts"
 
 /**
@@ -138,34 +139,36 @@ export const pendingCloseOf = (venue: string, orderId: string, owner: string) =>
  */
 export const enqueueClose = <E, R>(c: NewClose, relay: Effect.Effect<unknown, E, R>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const owner = lower(c.owner)
-        const orderId = lower(c.orderId)
-        yield* sql`insert into close_queues (owner, chain_id) values (${owner}, ${c.chainId}) on conflict do nothing`
-        yield* sql`select 1 from close_queues where owner = ${owner} and chain_id = ${c.chainId} for update`
-        if (c.digest !== null) {
-          const [same] = yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes where digest = ${lower(c.digest)}`
-          if (same) return { _tag: "Existing", row: same } as EnqueueOutcome
-          const used = yield* sql`select 1 from closes
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const owner = lower(c.owner)
+          const orderId = lower(c.orderId)
+          yield* sql`insert into close_queues (owner, chain_id) values (${owner}, ${c.chainId}) on conflict do nothing`
+          yield* sql`select 1 from close_queues where owner = ${owner} and chain_id = ${c.chainId} for update`
+          if (c.digest !== null) {
+            const [same] =
+              yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes where digest = ${lower(c.digest)}`
+            if (same) return { _tag: "Existing", row: same } as EnqueueOutcome
+            const used = yield* sql`select 1 from closes
             where escrow = ${lower(c.escrow)} and owner = ${owner} and nonce = ${c.nonce!.toString()}`
-          if (used.length > 0) return { _tag: "NonceUsed" } as EnqueueOutcome
-        }
-        const [pending] = yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes
+            if (used.length > 0) return { _tag: "NonceUsed" } as EnqueueOutcome
+          }
+          const [pending] = yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes
           where venue = ${c.venue} and order_id = ${orderId} and owner = ${owner} and state = 'pending'`
-        if (pending) {
-          const sameManaged =
-            c.kind === "managed" &&
-            pending.kind === "managed" &&
-            Number(pending.dex) === c.dex &&
-            pending.to_margin === c.toMargin
-          return { _tag: sameManaged ? "Existing" : "Pending", row: pending } as EnqueueOutcome
-        }
-        const [count] = yield* sql<{ n: string }>`select count(*)::text as n from closes
+          if (pending) {
+            const sameManaged =
+              c.kind === "managed" &&
+              pending.kind === "managed" &&
+              Number(pending.dex) === c.dex &&
+              pending.to_margin === c.toMargin
+            return { _tag: sameManaged ? "Existing" : "Pending", row: pending } as EnqueueOutcome
+          }
+          const [count] = yield* sql<{ n: string }>`select count(*)::text as n from closes
           where owner = ${owner} and chain_id = ${c.chainId} and state = 'pending'`
-        if (Number(count?.n ?? 0) >= PENDING_CLOSES_LIMIT) return { _tag: "Limit" } as EnqueueOutcome
-        const now = new Date(c.nowMs)
-        const [row] = yield* sql<CloseRow>`
+          if (Number(count?.n ?? 0) >= PENDING_CLOSES_LIMIT) return { _tag: "Limit" } as EnqueueOutcome
+          const now = new Date(c.nowMs)
+          const [row] = yield* sql<CloseRow>`
           insert into closes (id, kind, master, venue, chain_id, escrow, order_id, owner, amount, dex, to_margin,
             nonce, deadline, digest, signature, relay_key, state, created_at, updated_at)
           values (${c.id}, ${c.kind}, ${lower(c.master)}, ${c.venue}, ${c.chainId}, ${lower(c.escrow)}, ${orderId},
@@ -173,11 +176,12 @@ export const enqueueClose = <E, R>(c: NewClose, relay: Effect.Effect<unknown, E,
             ${c.deadline?.toString() ?? null}, ${c.digest === null ? null : lower(c.digest)}, ${c.signature},
             ${c.relayKey}, 'pending', ${now}, ${now})
           returning ${sql.literal(COLS)}`
-        yield* appendJournal({ kind: "close.pending", master: row!.master, payload: payloadOf(row!, {}) })
-        yield* relay
-        return { _tag: "Created", row: row! } as EnqueueOutcome
-      }),
-    ),
+          yield* appendJournal({ kind: "close.pending", master: row!.master, payload: payloadOf(row!, {}) })
+          yield* relay
+          return { _tag: "Created", row: row! } as EnqueueOutcome
+        }),
+      )
+      .pipe(Effect.tap((outcome) => (outcome._tag === "Created" ? closeChanged(outcome.row, null) : Effect.void))),
   )
 
 /** A close row joined with its relayer request, its indexed OrderClosed event and the venue's index cursor. */
@@ -222,38 +226,63 @@ export const nextTransition = (r: OpenClose, nowMs: number): Transition | undefi
 
 const applyTransition = (r: OpenClose, t: Transition, nowMs: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const now = new Date(nowMs)
-        const txHash = r.r_tx_hash ?? r.tx_hash
-        const set =
-          t.to === "final"
-            ? { state: "final", refused: t.refused, released: t.released, tx_hash: txHash, ended_at: now }
-            : t.to === "reverted"
-              ? { state: "reverted", tx_hash: txHash, error: t.reason.slice(0, 500), ended_at: now }
-              : { state: "expired", tx_hash: txHash, ended_at: now }
-        const [row] = yield* sql<CloseRow>`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const now = new Date(nowMs)
+          const txHash = r.r_tx_hash ?? r.tx_hash
+          const set =
+            t.to === "final"
+              ? { state: "final", refused: t.refused, released: t.released, tx_hash: txHash, ended_at: now }
+              : t.to === "reverted"
+                ? { state: "reverted", tx_hash: txHash, error: t.reason.slice(0, 500), ended_at: now }
+                : { state: "expired", tx_hash: txHash, ended_at: now }
+          const [row] = yield* sql<CloseRow>`
           update closes set ${sql.update(set)}, updated_at = ${now}
           where id = ${r.id} and state = ${r.state}
           returning ${sql.literal(COLS)}`
-        if (row === undefined) return false
-        const extra =
-          t.to === "final"
-            ? {
-                amount: t.released ?? row.amount,
-                refused: t.refused,
-                block_number: r.tx_block,
-                destination: t.refused === true ? "balance" : row.to_margin ? "margin" : "wallet",
-              }
-            : t.to === "reverted"
-              ? { reason: row.error }
-              : { expired_at: Number(row.deadline) + CLOSING_GRACE_SECONDS }
-        yield* appendJournal({ kind: TRANSITION_KIND[t.to], master: row.master, payload: payloadOf(row, extra) })
-        if (t.to === "final" && !isZeroOrder(row.order_id)) yield* markOrderClosed(row.venue, row.order_id, now)
-        return true
-      }),
-    ),
+          if (row === undefined) return false
+          const extra =
+            t.to === "final"
+              ? {
+                  amount: t.released ?? row.amount,
+                  refused: t.refused,
+                  block_number: r.tx_block,
+                  destination: t.refused === true ? "balance" : row.to_margin ? "margin" : "wallet",
+                }
+              : t.to === "reverted"
+                ? { reason: row.error }
+                : { expired_at: Number(row.deadline) + CLOSING_GRACE_SECONDS }
+          yield* appendJournal({ kind: TRANSITION_KIND[t.to], master: row.master, payload: payloadOf(row, extra) })
+          if (t.to === "final" && !isZeroOrder(row.order_id)) yield* markOrderClosed(row.venue, row.order_id, now)
+          return row
+        }),
+      )
+      .pipe(
+        Effect.flatMap((row) => (row === false ? Effect.succeed(false) : Effect.as(closeChanged(row, r.state), true))),
+      ),
   )
+
+/** After the change committed: one log line (the close, its order and relay key) and the transitions counter. */
+const closeChanged = (row: CloseRow, from: CloseState | null) =>
+  Effect.suspend(() => {
+    bump(closeTransitions, [["state", row.state]])
+    const line = row.state === "reverted" || row.state === "expired" ? Effect.logWarning : Effect.logInfo
+    return line(from === null ? `close ${row.state}` : `close ${from} -> ${row.state}`).pipe(
+      Effect.annotateLogs({
+        close_id: row.id,
+        kind: row.kind,
+        venue: row.venue,
+        chain_id: Number(row.chain_id),
+        order_id: row.order_id,
+        owner: row.owner,
+        tx_key: row.relay_key,
+        state: row.state,
+        ...(row.tx_hash === null ? {} : { tx_hash: row.tx_hash }),
+        ...(row.error === "" ? {} : { error: row.error }),
+      }),
+    )
+  })
 
 /** The service's own order record goes `closed` once the escrow holds nothing of it any more. */
 const markOrderClosed = (venue: string, orderId: string, now: Date) =>

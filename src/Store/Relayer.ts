@@ -1,6 +1,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
+import { countRelayerTransition } from "../Observability/Metrics.ts"
 import { appendJournal, JOURNAL_PENDING_CHANNEL } from "./Journal.ts"
 
 /**
@@ -134,6 +135,28 @@ const toAttempt = (r: RawAttempt): AttemptRow => ({
   broadcasts: r.broadcasts,
 })
 
+/**
+ * One log line and the relayer's counters per transition (submit, bump, include, reorg, final, revert,
+ * replace), written with its journal row in the transition's transaction. Never the calldata or raw bytes.
+ */
+const relayerTransitionLogged = (r: RequestRow, kind: string, extra: Record<string, unknown>) => {
+  const line =
+    kind === "tx.reverted" || kind === "tx.replaced" || kind === "tx.reorged" ? Effect.logWarning : Effect.logInfo
+  return Effect.zipRight(
+    Effect.sync(() => countRelayerTransition(r.venue, kind)),
+    line(`relayer ${kind.slice(3)}`),
+  ).pipe(
+    Effect.annotateLogs({
+      venue: r.venue,
+      chain_id: r.chainId,
+      tx_key: r.idempotencyKey,
+      function: r.functionName,
+      target: r.target,
+      ...extra,
+    }),
+  )
+}
+
 const journalPayload = (r: RequestRow, extra: Record<string, unknown> = {}) => ({
   key: r.idempotencyKey,
   venue: r.venue,
@@ -149,7 +172,7 @@ const transitionEvents = (r: RequestRow, kind: string, extra: Record<string, unk
     Effect.zipRight(
       appendJournal({ kind, master: r.master, payload: journalPayload(r, extra) }),
       sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, ${r.idempotencyKey})`,
-    ),
+    ).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra))),
   )
 
 /**
@@ -173,6 +196,7 @@ const transitionEventsBatch = (
         ) as t(k, m, p)`
       yield* sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`
       yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => i.request.idempotencyKey)}::text[]) as k`
+      for (const i of items) yield* relayerTransitionLogged(i.request, i.kind, i.extra)
     }),
   )
 

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
+import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
 import { appendJournal } from "./Journal.ts"
 
 /**
@@ -150,6 +151,41 @@ const FILL_KIND: Readonly<Record<Exclude<FillState, "signed">, string>> = {
   refunded: "fill.refunded",
 }
 
+/** Postgres `timestamptz::text` ("2026-11-25 09:04:34.123456+00") to epoch ms. */
+const pgTextMs = (text: string) => Date.parse(text.replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00"))
+
+/**
+ * After the state change committed: one log line (the fill, its take and order, the call and its key) and the
+ * settlement metrics (transitions by state; seconds from the fill's creation to this state).
+ */
+const fillChanged = (
+  f: SettlingFill,
+  state: FillState,
+  error: string,
+  call: { readonly call: SettlementCall; readonly key: string } | null = null,
+) =>
+  Effect.suspend(() => {
+    const age = (Date.now() - pgTextMs(f.created_key)) / 1000
+    bump(fillTransitions, [["state", state]])
+    if (Number.isFinite(age)) fillStepSeconds.unsafeUpdate(Math.max(0, age), labels(["state", state]))
+    const line =
+      state === "failed" || state === "cancelled" || state === "refunded" ? Effect.logWarning : Effect.logInfo
+    return line(`fill ${f.state} -> ${state}`).pipe(
+      Effect.annotateLogs({
+        fill_id: f.id,
+        take_id: f.take_id,
+        order_id: f.order_id,
+        fill_key: f.fill_key,
+        maker_venue: f.maker_venue,
+        taker_venue: f.taker_venue,
+        from_state: f.state,
+        state,
+        ...(call === null ? {} : { call: call.call, tx_key: call.key }),
+        ...(error === "" ? {} : { error }),
+      }),
+    )
+  })
+
 /** `fill.<state>` for the taker's master and for the maker order's master (with its identity_id). */
 const journalFill = (f: SettlingFill, state: Exclude<FillState, "signed">, error: string) => {
   const payload = {
@@ -183,39 +219,49 @@ export const recordCall = (
   error: string | null,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const column = KEY_COLUMN[call]
-        const previous = keysOf(f)[call]
-        const rows = yield* sql`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const column = KEY_COLUMN[call]
+          const previous = keysOf(f)[call]
+          const rows = yield* sql`
           update fills set ${sql(column)} = ${key}, state = ${state ?? f.state}, updated_at = now(),
             error = ${error ?? f.error},
             revealed_at = case when ${call === "claim"} then coalesce(revealed_at, now()) else revealed_at end
           where id = ${f.id} and state = ${f.state} and not final
             and ${sql(column)} is not distinct from ${previous}
           returning id`
-        if (rows.length === 0) return false
-        if (state !== null && state !== "signed" && state !== f.state) yield* journalFill(f, state, error ?? f.error)
-        return true
-      }),
-    ),
+          if (rows.length === 0) return false
+          if (state !== null && state !== "signed" && state !== f.state) yield* journalFill(f, state, error ?? f.error)
+          return true
+        }),
+      )
+      .pipe(
+        Effect.tap((written) =>
+          written && state !== null && state !== f.state
+            ? fillChanged(f, state, error ?? f.error, { call, key })
+            : Effect.void,
+        ),
+      ),
   )
 
 /** A nonfinal step reached (locked, paid, claimed), from the index. */
 export const advanceFill = (f: SettlingFill, state: "locked" | "paid" | "claimed") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const rows = yield* sql`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql`
           update fills set state = ${state}, updated_at = now(),
             revealed_at = case when ${state === "claimed"} then coalesce(revealed_at, now()) else revealed_at end
           where id = ${f.id} and state = ${f.state} and not final
           returning id`
-        if (rows.length === 0) return false
-        yield* journalFill(f, state, f.error)
-        return true
-      }),
-    ),
+          if (rows.length === 0) return false
+          yield* journalFill(f, state, f.error)
+          return true
+        }),
+      )
+      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, f.error) : Effect.void))),
   )
 
 /**
@@ -224,36 +270,38 @@ export const advanceFill = (f: SettlingFill, state: "locked" | "paid" | "claimed
  */
 export const finishFill = (f: SettlingFill, state: "settled" | "failed" | "cancelled" | "refunded", error: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const rows = yield* sql<{ settled_at: Date | null }>`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql<{ settled_at: Date | null }>`
           update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
             settled_at = case when ${state === "settled"} then now() else settled_at end
           where id = ${f.id} and state = ${f.state} and not final
           returning settled_at`
-        const row = rows[0]
-        if (row === undefined) return false
-        yield* journalFill(f, state, error)
-        if (state === "settled") {
-          yield* sql`update orders set filled = filled + ${f.amount_out}, received = received + ${f.amount_in},
+          const row = rows[0]
+          if (row === undefined) return false
+          yield* journalFill(f, state, error)
+          if (state === "settled") {
+            yield* sql`update orders set filled = filled + ${f.amount_out}, received = received + ${f.amount_in},
             updated_at = now() where id = ${f.order_id}`
-          yield* appendJournal({
-            kind: "trade.settled",
-            master: null,
-            payload: {
-              id: f.id,
-              from: f.taker_venue,
-              to: f.maker_venue,
-              amount_in: f.amount_in,
-              amount_out: f.amount_out,
-              at: (row.settled_at ?? new Date(0)).toISOString(),
-            },
-          })
-        }
-        yield* rollUpTake(f.take_id)
-        return true
-      }),
-    ),
+            yield* appendJournal({
+              kind: "trade.settled",
+              master: null,
+              payload: {
+                id: f.id,
+                from: f.taker_venue,
+                to: f.maker_venue,
+                amount_in: f.amount_in,
+                amount_out: f.amount_out,
+                at: (row.settled_at ?? new Date(0)).toISOString(),
+              },
+            })
+          }
+          yield* rollUpTake(f.take_id)
+          return true
+        }),
+      )
+      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, error) : Effect.void))),
   )
 
 /** Moves a signed take to settled / partial / failed once none of its fills is nonfinal (in the caller's tx). */

@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { canMove, OPEN_STATES, type WithdrawalState, type WithdrawalTarget } from "../Domain/Withdrawal.ts"
 import type { HistoryPosition } from "../Domain/WithdrawalCursor.ts"
+import { bump, withdrawalTransitions } from "../Observability/Metrics.ts"
 import { appendJournal } from "./Journal.ts"
 
 export interface WithdrawalRow {
@@ -172,35 +173,57 @@ export const createWithdrawal = (p: {
   expired: boolean
 }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const prep = p.preparation
-        const [existing] = yield* sql<WithdrawalRow>`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const prep = p.preparation
+          const [existing] = yield* sql<WithdrawalRow>`
           select ${COLUMNS(sql)} from withdrawals where preparation_id = ${prep.id}`
-        if (existing !== undefined) return { _tag: "Existing", row: existing } as CreateOutcome
-        if (p.expired) return { _tag: "Expired" } as CreateOutcome
-        const [link] = yield* sql<{ address: string }>`
+          if (existing !== undefined) return { _tag: "Existing", row: existing } as CreateOutcome
+          if (p.expired) return { _tag: "Expired" } as CreateOutcome
+          const [link] = yield* sql<{ address: string }>`
           select address from linked_accounts where master = ${prep.master} and venue = ${prep.venue} for update`
-        if (link === undefined || link.address !== prep.address) return { _tag: "NotLinked" } as CreateOutcome
-        // Same preparation submitted twice at once: the second waited on the lock and now sees the first.
-        const [raced] = yield* sql<WithdrawalRow>`
+          if (link === undefined || link.address !== prep.address) return { _tag: "NotLinked" } as CreateOutcome
+          // Same preparation submitted twice at once: the second waited on the lock and now sees the first.
+          const [raced] = yield* sql<WithdrawalRow>`
           select ${COLUMNS(sql)} from withdrawals where preparation_id = ${prep.id}`
-        if (raced !== undefined) return { _tag: "Existing", row: raced } as CreateOutcome
-        const open = yield* openWithdrawalOf(prep.venue, prep.address)
-        if (Option.isSome(open)) return { _tag: "Pending", id: open.value.id } as CreateOutcome
-        const now = new Date(p.nowMs)
-        const [row] = yield* sql<WithdrawalRow>`
+          if (raced !== undefined) return { _tag: "Existing", row: raced } as CreateOutcome
+          const open = yield* openWithdrawalOf(prep.venue, prep.address)
+          if (Option.isSome(open)) return { _tag: "Pending", id: open.value.id } as CreateOutcome
+          const now = new Date(p.nowMs)
+          const [row] = yield* sql<WithdrawalRow>`
           insert into withdrawals (id, master, venue, address, amount, destination, state, created_at, updated_at,
             preparation_id, target, nonce, typed_data, signature, revision, replayable_until)
           values (${p.id}, ${prep.master}, ${prep.venue}, ${prep.address}, ${prep.amount}, ${prep.destination},
             'queued', ${now}, ${now}, ${prep.id}, ${prep.target}, ${prep.nonce}, ${JSON.stringify(prep.typed_data)}::jsonb,
             ${p.signature}, 1, ${prep.replayable_until})
           returning ${COLUMNS(sql)}`
-        yield* journal(row!)
-        return { _tag: "Created", row: row! } as CreateOutcome
-      }),
-    ),
+          yield* journal(row!)
+          return { _tag: "Created", row: row! } as CreateOutcome
+        }),
+      )
+      .pipe(Effect.tap((outcome) => (outcome._tag === "Created" ? withdrawalChanged(outcome.row, null) : Effect.void))),
   )
+
+/** After the change committed: one log line (the withdrawal, venue, venue ref) and the transitions counter. */
+const withdrawalChanged = (row: WithdrawalRow, from: WithdrawalState | null) =>
+  Effect.suspend(() => {
+    bump(withdrawalTransitions, [["state", row.state]])
+    const line = row.state === "failed" || row.state === "unknown" ? Effect.logWarning : Effect.logInfo
+    return line(from === null ? `withdrawal ${row.state}` : `withdrawal ${from} -> ${row.state}`).pipe(
+      Effect.annotateLogs({
+        withdrawal_id: row.id,
+        venue: row.venue,
+        address: row.address,
+        amount: row.amount,
+        destination: row.destination,
+        state: row.state,
+        revision: row.revision,
+        ...(row.venue_ref === null ? {} : { venue_ref: row.venue_ref }),
+        ...(row.error === "" ? {} : { error: row.error }),
+      }),
+    )
+  })
 
 export interface TransitionFields {
   readonly venueRef?: string
@@ -233,9 +256,10 @@ const transitionUnchecked = (
   nowMs: number,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const [row] = yield* sql<WithdrawalRow>`
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const [row] = yield* sql<WithdrawalRow>`
           update withdrawals set
             state = ${to},
             revision = revision + 1,
@@ -247,11 +271,12 @@ const transitionUnchecked = (
             next_check_at = ${f.nextCheckMs === undefined || f.nextCheckMs === null ? null : new Date(f.nextCheckMs)}
           where id = ${id} and state = ${from}
           returning ${COLUMNS(sql)}`
-        if (row === undefined) return Option.none<WithdrawalRow>()
-        yield* journal(row)
-        return Option.some(row)
-      }),
-    ),
+          if (row === undefined) return Option.none<WithdrawalRow>()
+          yield* journal(row)
+          return Option.some(row)
+        }),
+      )
+      .pipe(Effect.tap((moved) => (Option.isSome(moved) ? withdrawalChanged(moved.value, from) : Effect.void))),
   )
 
 /** Schedules the next evidence check of an unknown withdrawal (no state change, no revision). */
