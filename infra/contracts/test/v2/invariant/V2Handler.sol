@@ -215,9 +215,11 @@ contract V2Handler is V2Signing {
     bool[5] public online = [true, true, true, true, true];
 
     /// @dev Honest clients react before every action (so the adversary acts between any two honest steps), and
-    ///      takers' clients claim as soon as a secret they wait for is public, after every action.
+    ///      takers' clients claim as soon as a secret they wait for is public: right after the reactions (a reveal
+    ///      among them) and after the action, before any further time passes.
     modifier tick() {
         _react();
+        _watch();
         _;
         _watch();
     }
@@ -611,6 +613,8 @@ contract V2Handler is V2Signing {
         ISettlementEscrowV2.Permit memory p;
         if (usePermit) {
             p = permit2(tokens[c], ownerPks[m], address(escrows[c]), amount, block.timestamp + 1 hours);
+            // Half the time the adversary submits the public permit first (EIP-2612 front-running).
+            if (amount % 2 == 0) tokens[c].permit(owner, address(escrows[c]), p.value, p.deadline, p.v, p.r, p.s);
         } else {
             vm.prank(owner);
             tokens[c].approve(address(escrows[c]), amount);
@@ -735,7 +739,12 @@ contract V2Handler is V2Signing {
         mintedTaker[tk.taker] += sum;
         vm.chainId(chainIds[pc]);
         takePermit[ti] = permit2(tokens[pc], payerPks[tk.taker], address(escrows[pc]), sum, block.timestamp + 1 hours);
-        if (relay) _payTake(ti, relayer, takePermit[ti]);
+        if (relay) {
+            ISettlementEscrowV2.Permit memory p = takePermit[ti];
+            // Half the time the adversary submits the public permit first (EIP-2612 front-running).
+            if (sum % 2 == 0) tokens[pc].permit(payer, address(escrows[pc]), p.value, p.deadline, p.v, p.r, p.s);
+            _payTake(ti, relayer, p);
+        }
         return true;
     }
 
