@@ -122,9 +122,7 @@ contract SettlementEscrowV2 is ISettlementEscrowV2, EIP712, ReentrancyGuard {
         fundDigestUsed[digest] = true;
         order.available += o.amount;
         totalLiabilities += o.amount;
-        emit OrderFunded(
-            key, o.owner, o.orderId, o.operator, o.quoteSigner, o.amount, order.available, created, digest
-        );
+        emit OrderFunded(key, o.owner, o.orderId, o.operator, o.quoteSigner, o.amount, order.available, created, digest);
 
         _pull(o.owner, o.amount, permit);
     }
@@ -595,9 +593,9 @@ contract SettlementEscrowV2 is ISettlementEscrowV2, EIP712, ReentrancyGuard {
     ///      EIP-2612 front-running) is ignored; the allowance decides.
     function _pull(address from, uint256 amount, Permit calldata permit) private {
         if (permit.deadline != 0) {
-            try IERC20Permit(address(_token)).permit(
-                from, address(this), permit.value, permit.deadline, permit.v, permit.r, permit.s
-            ) {} catch {}
+            try IERC20Permit(address(_token))
+                .permit(from, address(this), permit.value, permit.deadline, permit.v, permit.r, permit.s) {}
+                catch {}
         }
         uint256 allowance = _token.allowance(from, address(this));
         if (allowance < amount) revert InsufficientAllowance(from, allowance, amount);

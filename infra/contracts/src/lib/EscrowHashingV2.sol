@@ -71,9 +71,8 @@ library EscrowHashingV2 {
         for (uint256 i; i < n; ++i) {
             quoteHashes[i] = keccak256(abi.encode(QUOTE_TYPEHASH, s.quotes[i]));
         }
-        bytes memory head = abi.encode(
-            QUOTE_SET_TYPEHASH, s.owner, s.orderId, s.sequence, s.generation, s.quoteSize, s.issuedAt
-        );
+        bytes memory head =
+            abi.encode(QUOTE_SET_TYPEHASH, s.owner, s.orderId, s.sequence, s.generation, s.quoteSize, s.issuedAt);
         bytes memory tail =
             abi.encode(s.validUntil, s.hashlockRoot, s.hashlockCount, keccak256(abi.encodePacked(quoteHashes)));
         return keccak256(bytes.concat(head, tail));

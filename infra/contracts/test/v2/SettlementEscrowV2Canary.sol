@@ -48,7 +48,8 @@ contract SettlementEscrowV2Canary is SettlementEscrowV2 {
     }
 
     function _checkCancelAuthorised(FillLock storage l, bytes32 key, bytes calldata sig) internal view override {
-        if (hole == Hole.OperatorCancel && msg.sender == _orders[EscrowHashingV2.orderKey(l.owner, l.orderId)].operator) {
+        if (hole == Hole.OperatorCancel && msg.sender == _orders[EscrowHashingV2.orderKey(l.owner, l.orderId)].operator)
+        {
             return;
         }
         super._checkCancelAuthorised(l, key, sig);

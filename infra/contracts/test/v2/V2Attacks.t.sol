@@ -22,9 +22,12 @@ contract V2AttacksTest is V2Fixture {
     }
 
     /// @dev The operator locks `f` signed by `payerKey` (its own key) against the maker's live set.
-    function _operatorLock(ISettlementEscrowV2.Fill memory f, uint256 payerKey, bytes32[] memory proof, bytes memory err)
-        internal
-    {
+    function _operatorLock(
+        ISettlementEscrowV2.Fill memory f,
+        uint256 payerKey,
+        bytes32[] memory proof,
+        bytes memory err
+    ) internal {
         onA();
         ISettlementEscrowV2.QuoteSet memory s = _set();
         bytes memory fs = sig(payerKey, fillDigest2(f));
@@ -34,7 +37,11 @@ contract V2AttacksTest is V2Fixture {
         escrowA.lock(f, fs, s, 1, qsig, proof);
     }
 
-    function _fakeFill(bytes32 fillId, uint256 amountOut, uint32 index) internal view returns (ISettlementEscrowV2.Fill memory f) {
+    function _fakeFill(bytes32 fillId, uint256 amountOut, uint32 index)
+        internal
+        view
+        returns (ISettlementEscrowV2.Fill memory f)
+    {
         f = fillAB(fillId, ORDER, amountOut, index);
         f.payer = vm.addr(FAKE_PAYER_PK);
         f.payKey = vm.addr(FAKE_PAYKEY_PK);
@@ -49,7 +56,12 @@ contract V2AttacksTest is V2Fixture {
         bytes32 opSecret = keccak256("operator secret");
         ISettlementEscrowV2.Fill memory f = _fakeFill(FILL, 500e6, 0);
         f.hashlock = hashlockOf(opSecret);
-        _operatorLock(f, FAKE_PAYER_PK, proofAt(ORDER, SEQ, 0), abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector));
+        _operatorLock(
+            f,
+            FAKE_PAYER_PK,
+            proofAt(ORDER, SEQ, 0),
+            abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector)
+        );
         // A root of its own over its own hashlock is not what the quote signer signed.
         ISettlementEscrowV2.QuoteSet memory s = _set();
         s.hashlockRoot = leafOf(0, f.hashlock);
@@ -122,14 +134,16 @@ contract V2AttacksTest is V2Fixture {
         bytes32 id = keccak256("fresh-id");
         onA();
         usdcA.mint(operator, 1);
-        ISettlementEscrowV2.FundOrder memory squat = ISettlementEscrowV2.FundOrder(id, operator, operator, operator, 1, block.timestamp + 1);
+        ISettlementEscrowV2.FundOrder memory squat =
+            ISettlementEscrowV2.FundOrder(id, operator, operator, operator, 1, block.timestamp + 1);
         escrowA.fund(
             squat,
             sig(operatorPk, fundDigest2(CHAIN_A, address(escrowA), squat)),
             permit2(usdcA, operatorPk, address(escrowA), 1, block.timestamp + 1)
         );
         // Nor can it fund in the owner's name (to fix operator or quote signer first).
-        ISettlementEscrowV2.FundOrder memory forged = ISettlementEscrowV2.FundOrder(id, owner, operator, operator, 1, block.timestamp + 1);
+        ISettlementEscrowV2.FundOrder memory forged =
+            ISettlementEscrowV2.FundOrder(id, owner, operator, operator, 1, block.timestamp + 1);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.InvalidSignature.selector, owner));
         escrowA.fund(forged, sig(operatorPk, fundDigest2(CHAIN_A, address(escrowA), forged)), noPermit2());
         fundA(id, 100e6);
@@ -142,8 +156,18 @@ contract V2AttacksTest is V2Fixture {
     function test_attack_hashlockReusedAtAnotherIndex() public {
         ISettlementEscrowV2.Fill memory f = _fakeFill(FILL, 100e6, 0);
         f.hashlockIndex = 1; // hashlock 0 at index 1
-        _operatorLock(f, FAKE_PAYER_PK, proofAt(ORDER, SEQ, 1), abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector));
-        _operatorLock(f, FAKE_PAYER_PK, proofAt(ORDER, SEQ, 0), abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector));
+        _operatorLock(
+            f,
+            FAKE_PAYER_PK,
+            proofAt(ORDER, SEQ, 1),
+            abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector)
+        );
+        _operatorLock(
+            f,
+            FAKE_PAYER_PK,
+            proofAt(ORDER, SEQ, 0),
+            abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector)
+        );
     }
 
     function test_attack_hashlockReusedAfterARefund() public {
@@ -158,13 +182,23 @@ contract V2AttacksTest is V2Fixture {
         onA();
         escrowA.refund(d);
         ISettlementEscrowV2.Fill memory g = _fakeFill(keccak256("fill-2"), 100e6, 0);
-        _operatorLock(g, FAKE_PAYER_PK, proofAt(ORDER, SEQ, 0), abi.encodeWithSelector(ISettlementEscrowV2.HashlockUsed.selector, g.hashlock));
+        _operatorLock(
+            g,
+            FAKE_PAYER_PK,
+            proofAt(ORDER, SEQ, 0),
+            abi.encodeWithSelector(ISettlementEscrowV2.HashlockUsed.selector, g.hashlock)
+        );
         // And after a cancel.
         ISettlementEscrowV2.Fill memory h = fillAB(keccak256("fill-3"), ORDER, 100e6, 1);
         lockA(h);
         escrowA.cancelLock(fillDigest2(h), cancelSig(payKeyPk, fillDigest2(h)));
         ISettlementEscrowV2.Fill memory k = _fakeFill(keccak256("fill-4"), 100e6, 1);
-        _operatorLock(k, FAKE_PAYER_PK, proofAt(ORDER, SEQ, 1), abi.encodeWithSelector(ISettlementEscrowV2.HashlockUsed.selector, k.hashlock));
+        _operatorLock(
+            k,
+            FAKE_PAYER_PK,
+            proofAt(ORDER, SEQ, 1),
+            abi.encodeWithSelector(ISettlementEscrowV2.HashlockUsed.selector, k.hashlock)
+        );
     }
 
     function test_attack_hashlockReusedUnderAnotherSequence() public {
@@ -226,7 +260,9 @@ contract V2AttacksTest is V2Fixture {
         upper[1] = full[2];
         ISettlementEscrowV2.Fill memory f = _fakeFill(FILL, 100e6, 1);
         f.hashlock = hashPair(leaves[2], leaves[3]);
-        _operatorLock(f, FAKE_PAYER_PK, upper, abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector));
+        _operatorLock(
+            f, FAKE_PAYER_PK, upper, abi.encodeWithSelector(ISettlementEscrowV2.InvalidHashlockProof.selector)
+        );
         // An index past the signed count, with a tree that has a leaf there.
         bytes32[] memory more = leavesOf(hashlocksOf(ORDER, SEQ, N_LOCKS + 3));
         ISettlementEscrowV2.QuoteSet memory s = _set();
@@ -311,7 +347,9 @@ contract V2AttacksTest is V2Fixture {
         vm.expectRevert(err); // the operator signs the authorisation itself
         escrowB.payTake(take, fs, sig(operatorPk, payTakeDigest(CHAIN_B, address(escrowB), one(d))), noPermit2());
         vm.expectRevert(err); // the pay key authorised another take
-        escrowB.payTake(take, fs, sig(payKeyPk, payTakeDigest(CHAIN_B, address(escrowB), one(keccak256("x")))), noPermit2());
+        escrowB.payTake(
+            take, fs, sig(payKeyPk, payTakeDigest(CHAIN_B, address(escrowB), one(keccak256("x")))), noPermit2()
+        );
         bytes memory good = sig(payKeyPk, payTakeDigest(CHAIN_B, address(escrowB), one(d)));
         vm.warp(f.payBy + 1);
         vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.PayByPassed.selector, f.payBy));

@@ -65,12 +65,18 @@ contract V2CanariesTest is TestBase {
     function _honestTake(uint256 si) internal returns (uint256 ti) {
         bool ok;
         (ok, ti) = h.takerTakeExact(
-            V2Handler.TakeArgs({taker: 0, setIdx: si, amountOut: 100e6, index: 0, index2: 1, two: false, payDelay: 200, dexChoice: 0})
+            V2Handler.TakeArgs({
+                taker: 0, setIdx: si, amountOut: 100e6, index: 0, index2: 1, two: false, payDelay: 200, dexChoice: 0
+            })
         );
         assertTrue(ok, "honest take");
     }
 
-    function _ownLock(uint256 si, uint32 index, uint256 amountOut, string memory id) internal pure returns (V2Handler.AdvLockArgs memory a) {
+    function _ownLock(uint256 si, uint32 index, uint256 amountOut, string memory id)
+        internal
+        pure
+        returns (V2Handler.AdvLockArgs memory a)
+    {
         a.setIdx = si;
         a.hlIndex = index;
         a.amountOut = amountOut;

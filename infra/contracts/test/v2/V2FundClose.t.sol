@@ -108,9 +108,7 @@ contract V2FundCloseTest is V2Fixture {
         onA();
         ISettlementEscrowV2.FundOrder memory o = fundOrder2(ORDER, 100e6);
         bytes memory s = sig(ownerPk, fundDigest2(CHAIN_A, address(escrowA), o));
-        vm.expectRevert(
-            abi.encodeWithSelector(ISettlementEscrowV2.InsufficientAllowance.selector, owner, 0, 100e6)
-        );
+        vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.InsufficientAllowance.selector, owner, 0, 100e6));
         escrowA.fund(o, s, noPermit2());
         ISettlementEscrowV2.Permit memory p = permit2(usdcA, ownerPk, address(escrowA), 100e6, block.timestamp + 1);
         // Someone submits the permit first: the fund still goes through on the allowance.
@@ -153,7 +151,9 @@ contract V2FundCloseTest is V2Fixture {
         fundA(ORDER, 100e6);
         closeA(ORDER, 0, false, 1);
         _fundCall(
-            fundOrder2(ORDER, 1e6), ownerPk, abi.encodeWithSelector(ISettlementEscrowV2.OrderClosing.selector, owner, ORDER)
+            fundOrder2(ORDER, 1e6),
+            ownerPk,
+            abi.encodeWithSelector(ISettlementEscrowV2.OrderClosing.selector, owner, ORDER)
         );
     }
 
@@ -202,7 +202,16 @@ contract V2FundCloseTest is V2Fixture {
         lockA(f);
         vm.expectEmit(true, true, true, true, address(escrowA));
         emit ISettlementEscrowV2.OrderClosed(
-            orderKeyOf(owner, ORDER), owner, ORDER, relayer, 0, SPOT, true, false, ISettlementEscrowV2.CloseKind.Signature, 1
+            orderKeyOf(owner, ORDER),
+            owner,
+            ORDER,
+            relayer,
+            0,
+            SPOT,
+            true,
+            false,
+            ISettlementEscrowV2.CloseKind.Signature,
+            1
         );
         closeA(ORDER, SPOT, true, 1);
         ISettlementEscrowV2.Order memory o = escrowA.getOrder(owner, ORDER);
@@ -335,7 +344,16 @@ contract V2FundCloseTest is V2Fixture {
         fundA(ORDER, 100e6);
         vm.expectEmit(true, true, true, true, address(escrowA));
         emit ISettlementEscrowV2.OrderClosed(
-            orderKeyOf(owner, ORDER), owner, ORDER, operator, 100e6, SPOT, true, false, ISettlementEscrowV2.CloseKind.Operator, 0
+            orderKeyOf(owner, ORDER),
+            owner,
+            ORDER,
+            operator,
+            100e6,
+            SPOT,
+            true,
+            false,
+            ISettlementEscrowV2.CloseKind.Operator,
+            0
         );
         vm.prank(operator);
         escrowA.operatorClose(owner, ORDER, SPOT, true);
@@ -351,9 +369,7 @@ contract V2FundCloseTest is V2Fixture {
         address[3] memory callers = [owner, stranger, quoteSigner];
         for (uint256 i; i < 3; ++i) {
             vm.prank(callers[i]);
-            vm.expectRevert(
-                abi.encodeWithSelector(ISettlementEscrowV2.NotOperator.selector, owner, ORDER, callers[i])
-            );
+            vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.NotOperator.selector, owner, ORDER, callers[i]));
             escrowA.operatorClose(owner, ORDER, 0, false);
         }
         vm.prank(operator);
@@ -411,7 +427,9 @@ contract V2FundCloseTest is V2Fixture {
     function test_views_domainAndHelpersMatchTheIndependentEncoding() public {
         onA();
         assertEq(escrowA.domainSeparator(), domainOf2(CHAIN_A, address(escrowA)), "domain A");
-        assertEq(escrowA.domainSeparatorFor(CHAIN_B, address(escrowB)), domainOf2(CHAIN_B, address(escrowB)), "domain B");
+        assertEq(
+            escrowA.domainSeparatorFor(CHAIN_B, address(escrowB)), domainOf2(CHAIN_B, address(escrowB)), "domain B"
+        );
         onB();
         assertEq(escrowB.domainSeparator(), domainOf2(CHAIN_B, address(escrowB)), "domain B on B");
         bytes32[] memory ds = new bytes32[](2);

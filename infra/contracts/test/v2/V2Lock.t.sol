@@ -103,9 +103,7 @@ contract V2LockTest is V2Fixture {
         address[4] memory callers = [owner, quoteSigner, stranger, payer];
         for (uint256 i; i < 4; ++i) {
             vm.prank(callers[i]);
-            vm.expectRevert(
-                abi.encodeWithSelector(ISettlementEscrowV2.NotOperator.selector, owner, ORDER, callers[i])
-            );
+            vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.NotOperator.selector, owner, ORDER, callers[i]));
             escrowA.lock(f, fs, s, 1, qsig, _proof(0));
         }
     }

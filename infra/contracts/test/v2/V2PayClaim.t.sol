@@ -83,7 +83,8 @@ contract V2PayClaimTest is V2Fixture {
     function test_payTake_allowanceFallbackAndFrontRunPermit() public {
         ISettlementEscrowV2.Fill[] memory fs = takeOf(_f1());
         onB();
-        ISettlementEscrowV2.Permit memory p = permit2(usdcB, payerPk, address(escrowB), fs[0].amountIn, block.timestamp + 1);
+        ISettlementEscrowV2.Permit memory p =
+            permit2(usdcB, payerPk, address(escrowB), fs[0].amountIn, block.timestamp + 1);
         usdcB.permit(payer, address(escrowB), p.value, p.deadline, p.v, p.r, p.s); // front-run
         escrowB.payTake(fs, fillSigs(fs), payKeySigB(fs), p);
         assertEq(paymentStateB(d1), 1, "held");
@@ -164,11 +165,15 @@ contract V2PayClaimTest is V2Fixture {
         f = _f1();
         f.amountIn = 0;
         fs = takeOf(f);
-        _payExpectRevert(fs, fillSigs(fs), payKeySigB(fs), abi.encodeWithSelector(ISettlementEscrowV2.ZeroAmount.selector));
+        _payExpectRevert(
+            fs, fillSigs(fs), payKeySigB(fs), abi.encodeWithSelector(ISettlementEscrowV2.ZeroAmount.selector)
+        );
         f = _f1();
         f.payee = address(0);
         fs = takeOf(f);
-        _payExpectRevert(fs, fillSigs(fs), payKeySigB(fs), abi.encodeWithSelector(ISettlementEscrowV2.ZeroAddress.selector));
+        _payExpectRevert(
+            fs, fillSigs(fs), payKeySigB(fs), abi.encodeWithSelector(ISettlementEscrowV2.ZeroAddress.selector)
+        );
     }
 
     function test_payTake_needsThePayersFillSignature() public {

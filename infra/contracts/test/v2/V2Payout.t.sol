@@ -88,7 +88,9 @@ contract V2PayoutTest is V2Fixture {
         bytes[] memory sigs = fillSigs(take);
         bytes memory auth = sig(payKeyPk, payTakeDigest(CHAIN_B, address(e), one(fillDigest2(f))));
         uint256 expected = f.amountIn - f.amountIn / 100;
-        vm.expectRevert(abi.encodeWithSelector(ISettlementEscrowV2.UnexpectedTransferAmount.selector, f.amountIn, expected));
+        vm.expectRevert(
+            abi.encodeWithSelector(ISettlementEscrowV2.UnexpectedTransferAmount.selector, f.amountIn, expected)
+        );
         e.payTake(take, sigs, auth, noPermit2());
     }
 

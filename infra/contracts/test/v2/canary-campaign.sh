@@ -8,6 +8,8 @@ cd "$(dirname "$0")/../../../.." || exit 2
 names=(None OperatorCancel KeyById NoTakerEscrowCheck HashlockFreed NoStickyClose)
 status=0
 for k in 1 2 3 4 5; do
+  # A fresh search per hole: forge would first replay the failure it persisted for the previous hole.
+  rm -rf infra/contracts/cache/invariant/failures/V2CanaryCampaignTest
   out=$(V2_CANARY=$k npx forge test --root infra/contracts --match-contract V2CanaryCampaignTest 2>&1)
   failure=$(printf '%s\n' "$out" | grep -m1 '^\[FAIL' || true)
   runs=$(printf '%s\n' "$out" | grep -m1 -o 'runs: [0-9]*' || true)

@@ -197,11 +197,24 @@ contract V2Handler is V2Signing {
             HyperliquidMarginRouter r = new HyperliquidMarginRouter(IERC20(address(tokens[c])), cdws[c]);
             if (hole_ == SettlementEscrowV2Canary.Hole.None) {
                 escrows[c] = new SettlementEscrowV2(
-                    IERC20(address(tokens[c])), IMarginRouter(address(r)), LOCK_MAX, PAYBY_MAX, CLAIM_WIN, QUOTE_LIFE, TAKER_TIMEOUT
+                    IERC20(address(tokens[c])),
+                    IMarginRouter(address(r)),
+                    LOCK_MAX,
+                    PAYBY_MAX,
+                    CLAIM_WIN,
+                    QUOTE_LIFE,
+                    TAKER_TIMEOUT
                 );
             } else {
                 escrows[c] = new SettlementEscrowV2Canary(
-                    hole_, IERC20(address(tokens[c])), IMarginRouter(address(r)), LOCK_MAX, PAYBY_MAX, CLAIM_WIN, QUOTE_LIFE, TAKER_TIMEOUT
+                    hole_,
+                    IERC20(address(tokens[c])),
+                    IMarginRouter(address(r)),
+                    LOCK_MAX,
+                    PAYBY_MAX,
+                    CLAIM_WIN,
+                    QUOTE_LIFE,
+                    TAKER_TIMEOUT
                 );
             }
         }
@@ -215,9 +228,11 @@ contract V2Handler is V2Signing {
     bool[5] public online = [true, true, true, true, true];
 
     /// @dev Honest clients react before every action (so the adversary acts between any two honest steps), and
-    ///      takers' clients claim as soon as a secret they wait for is public, after every action.
+    ///      takers' clients claim as soon as a secret they wait for is public: right after the reactions (a reveal
+    ///      among them) and after the action, before any further time passes.
     modifier tick() {
         _react();
+        _watch();
         _;
         _watch();
     }
@@ -225,10 +240,21 @@ contract V2Handler is V2Signing {
     // ================================================================ fuzz entry points: honest parties
 
     /// @notice An honest owner funds (or tops up) one of its orders; its maker client then quotes it.
-    function ownerFund(uint256 makerSeed, uint256 chainSeed, uint256 idSeed, uint256 amount, bool usePermit) external tick {
+    function ownerFund(uint256 makerSeed, uint256 chainSeed, uint256 idSeed, uint256 amount, bool usePermit)
+        external
+        tick
+    {
         amount = bound(amount, 1e6, 1e9);
-        (bool ok, uint256 oi) = ownerFundExact(uint8(makerSeed % 2), uint8(chainSeed % 2), idSeed % 4, amount, usePermit);
-        if (ok) makerQuoteExact(oi, bound(amount >> 3, 1, amount), uint64(bound(idSeed >> 8, 60, QUOTE_LIFE)), uint32(bound(idSeed >> 16, 1, 4)));
+        (bool ok, uint256 oi) =
+            ownerFundExact(uint8(makerSeed % 2), uint8(chainSeed % 2), idSeed % 4, amount, usePermit);
+        if (ok) {
+            makerQuoteExact(
+                oi,
+                bound(amount >> 3, 1, amount),
+                uint64(bound(idSeed >> 8, 60, QUOTE_LIFE)),
+                uint32(bound(idSeed >> 16, 1, 4))
+            );
+        }
     }
 
     function makerQuote(uint256 orderSeed, uint256 sizeSeed, uint256 lifeSeed, uint256 countSeed) external tick {
@@ -236,7 +262,12 @@ contract V2Handler is V2Signing {
         if (!found) return;
         OrderRef storage o = orders[oi];
         uint256 available = escrows[o.chain].getOrder(o.owner, o.id).available;
-        makerQuoteExact(oi, bound(sizeSeed, 1, available + 1), uint64(bound(lifeSeed, 1, QUOTE_LIFE)), uint32(bound(countSeed, 1, 4)));
+        makerQuoteExact(
+            oi,
+            bound(sizeSeed, 1, available + 1),
+            uint64(bound(lifeSeed, 1, QUOTE_LIFE)),
+            uint32(bound(countSeed, 1, 4))
+        );
     }
 
     function ownerClose(uint256 orderSeed, uint256 mode, uint256 dexSeed) external tick {
@@ -246,7 +277,9 @@ contract V2Handler is V2Signing {
         // Order closes end an order for good (sticky): one call in four, the others close the zero-id balance or
         // burn a nonce, so that orders live long enough to trade.
         uint8 m = uint8(mode % 8);
-        ownerCloseExact(oi, m < 2 ? m : m < 5 ? 2 : 3, toMargin ? [uint32(0), SPOT, 7][(dexSeed >> 1) % 3] : 0, toMargin);
+        ownerCloseExact(
+            oi, m < 2 ? m : m < 5 ? 2 : 3, toMargin ? [uint32(0), SPOT, 7][(dexSeed >> 1) % 3] : 0, toMargin
+        );
     }
 
     function takerTake(uint256 takerSeed, uint256 setSeed, uint256 amountSeed, uint256 shapeSeed) external tick {
@@ -297,7 +330,9 @@ contract V2Handler is V2Signing {
 
     function advFund(uint256 chainSeed, uint256 idSeed, uint256 amount) external tick {
         // Half of its ids copy an honest owner's ids (squatting attempts).
-        bytes32 id = idSeed % 2 == 0 ? _honestId(uint8((idSeed >> 1) % 2), (idSeed >> 2) % 4) : keccak256(abi.encode("adv-order", idSeed % 4));
+        bytes32 id = idSeed % 2 == 0
+            ? _honestId(uint8((idSeed >> 1) % 2), (idSeed >> 2) % 4)
+            : keccak256(abi.encode("adv-order", idSeed % 4));
         advFundExact(uint8(chainSeed % 2), id, bound(amount, 1, 1e9));
     }
 
@@ -328,7 +363,10 @@ contract V2Handler is V2Signing {
                 if (takes[ti].n > 1 && fillSeed % 5 == i) continue;
                 ISettlementEscrowV2.Fill storage f = takeFill[ti][i];
                 (, uint8 mc) = _chainIdx(f.makerChainId);
-                if (f.payBy > block.timestamp && escrows[mc].getLock(keyOf(f)).state == ISettlementEscrowV2.LockState.None) {
+                if (
+                    f.payBy > block.timestamp
+                        && escrows[mc].getLock(keyOf(f)).state == ISettlementEscrowV2.LockState.None
+                ) {
                     advLockHonestExact(ti, i);
                     any = true;
                 }
@@ -394,8 +432,11 @@ contract V2Handler is V2Signing {
         if (n == 0) return;
         for (uint256 j; j < n && secretSeed % 4 != 0; ++j) {
             LockRec storage r = locks[(lockSeed % n + j) % n];
-            bytes32 known = publicSecret[r.f.hashlock] != bytes32(0) ? publicSecret[r.f.hashlock] : advSecret[r.f.hashlock];
-            if (known == bytes32(0) || escrows[r.chain].getLock(r.key).state != ISettlementEscrowV2.LockState.Locked) continue;
+            bytes32 known =
+                publicSecret[r.f.hashlock] != bytes32(0) ? publicSecret[r.f.hashlock] : advSecret[r.f.hashlock];
+            if (known == bytes32(0) || escrows[r.chain].getLock(r.key).state != ISettlementEscrowV2.LockState.Locked) {
+                continue;
+            }
             _claimAs(operator, r.chain, r.key, known);
             return;
         }
@@ -443,7 +484,9 @@ contract V2Handler is V2Signing {
                 break;
             }
         }
-        _call(pays[pi].chain, relayer, abi.encodeCall(ISettlementEscrowV2.refundPayment, (pays[pi].key)), "refundPayment");
+        _call(
+            pays[pi].chain, relayer, abi.encodeCall(ISettlementEscrowV2.refundPayment, (pays[pi].key)), "refundPayment"
+        );
     }
 
     function advClose(uint256 orderSeed, uint256 mode) external tick {
@@ -457,7 +500,12 @@ contract V2Handler is V2Signing {
         OrderRef storage o = orders[orderSeed % orders.length];
         bool toMargin = dexSeed % 2 == 0;
         uint32 dex = toMargin ? [uint32(0), SPOT, 7][(dexSeed >> 1) % 3] : 0;
-        _call(o.chain, operator, abi.encodeCall(ISettlementEscrowV2.operatorClose, (o.owner, o.id, dex, toMargin)), "operatorClose");
+        _call(
+            o.chain,
+            operator,
+            abi.encodeCall(ISettlementEscrowV2.operatorClose, (o.owner, o.id, dex, toMargin)),
+            "operatorClose"
+        );
     }
 
     /// @notice Strategy: as maker, once an honest taker paid into a lock on its own order, try to take the lock back
@@ -488,7 +536,8 @@ contract V2Handler is V2Signing {
             uint256 ti = (takeSeed % n + j) % n;
             ISettlementEscrowV2.Fill storage f = takeFill[ti][0];
             (, uint8 mc) = _chainIdx(f.makerChainId);
-            if (escrows[mc].getLock(keyOf(f)).state != ISettlementEscrowV2.LockState.None || f.payBy <= block.timestamp) {
+            if (escrows[mc].getLock(keyOf(f)).state != ISettlementEscrowV2.LockState.None || f.payBy <= block.timestamp)
+            {
                 continue;
             }
             AdvLockArgs memory a;
@@ -582,7 +631,10 @@ contract V2Handler is V2Signing {
 
     // ================================================================ exact actions (also used by scripted tests)
 
-    function ownerFundExact(uint8 m, uint8 c, uint256 k, uint256 amount, bool usePermit) public returns (bool ok, uint256 oi) {
+    function ownerFundExact(uint8 m, uint8 c, uint256 k, uint256 amount, bool usePermit)
+        public
+        returns (bool ok, uint256 oi)
+    {
         address owner = vm.addr(ownerPks[m]);
         bytes32 id = _honestId(m, k);
         uint256 known = orderIdxPlus1[c][owner][id];
@@ -611,6 +663,8 @@ contract V2Handler is V2Signing {
         ISettlementEscrowV2.Permit memory p;
         if (usePermit) {
             p = permit2(tokens[c], ownerPks[m], address(escrows[c]), amount, block.timestamp + 1 hours);
+            // Half the time the adversary submits the public permit first (EIP-2612 front-running).
+            if (amount % 2 == 0) tokens[c].permit(owner, address(escrows[c]), p.value, p.deadline, p.v, p.r, p.s);
         } else {
             vm.prank(owner);
             tokens[c].approve(address(escrows[c]), amount);
@@ -619,7 +673,10 @@ contract V2Handler is V2Signing {
         (ok,) = _call(c, relayer, abi.encodeCall(ISettlementEscrowV2.fund, (o, s, p)), "fund");
     }
 
-    function makerQuoteExact(uint256 oi, uint256 quoteSize, uint64 life, uint32 count) public returns (bool, uint256 si) {
+    function makerQuoteExact(uint256 oi, uint256 quoteSize, uint64 life, uint32 count)
+        public
+        returns (bool, uint256 si)
+    {
         OrderRef storage o = orders[oi];
         if (o.who == ADV || closeAskedAt[oi] != 0) return (false, 0);
         uint8 qc = 1 - o.chain;
@@ -645,7 +702,15 @@ contract V2Handler is V2Signing {
         for (uint256 i; i < count; ++i) {
             // Stand-in for the maker client's HMAC: a key only the maker has, over the set's fields but the root.
             bytes32 secret = keccak256(
-                abi.encode(keccak256(abi.encode("maker key", o.who)), chainIds[o.chain], address(escrows[o.chain]), o.owner, o.id, s.sequence, i)
+                abi.encode(
+                    keccak256(abi.encode("maker key", o.who)),
+                    chainIds[o.chain],
+                    address(escrows[o.chain]),
+                    o.owner,
+                    o.id,
+                    s.sequence,
+                    i
+                )
             );
             bytes32 h = hashlockOf(secret);
             makerSecret[h] = secret;
@@ -661,7 +726,9 @@ contract V2Handler is V2Signing {
         if (o.who == ADV) return false;
         uint256 pk = ownerPks[o.who];
         if (mode == 3) {
-            (ok,) = _call(o.chain, o.owner, abi.encodeCall(ISettlementEscrowV2.invalidateNonce, (++counter)), "invalidateNonce");
+            (ok,) = _call(
+                o.chain, o.owner, abi.encodeCall(ISettlementEscrowV2.invalidateNonce, (++counter)), "invalidateNonce"
+            );
             return ok;
         }
         bytes32 id = mode == 2 ? bytes32(0) : o.id;
@@ -709,7 +776,17 @@ contract V2Handler is V2Signing {
         if (amountIn == 0 || a.amountOut < amountIn) return (false, 0);
         if (a.two && (s.count < 2 || a.index2 == a.index)) a.two = false;
         ti = takes.length;
-        takes.push(Take({taker: a.taker, payChain: pc, payKeyPk: _freshKey(), n: a.two ? 2 : 1, setIdx: a.setIdx, authorised: false, cancelled: false}));
+        takes.push(
+            Take({
+                taker: a.taker,
+                payChain: pc,
+                payKeyPk: _freshKey(),
+                n: a.two ? 2 : 1,
+                setIdx: a.setIdx,
+                authorised: false,
+                cancelled: false
+            })
+        );
         for (uint256 i; i < takes[ti].n; ++i) {
             ISettlementEscrowV2.Fill memory f = _honestFill(a, ti, i, amountIn);
             takeFill[ti][i] = f;
@@ -735,7 +812,12 @@ contract V2Handler is V2Signing {
         mintedTaker[tk.taker] += sum;
         vm.chainId(chainIds[pc]);
         takePermit[ti] = permit2(tokens[pc], payerPks[tk.taker], address(escrows[pc]), sum, block.timestamp + 1 hours);
-        if (relay) _payTake(ti, relayer, takePermit[ti]);
+        if (relay) {
+            ISettlementEscrowV2.Permit memory p = takePermit[ti];
+            // Half the time the adversary submits the public permit first (EIP-2612 front-running).
+            if (sum % 2 == 0) tokens[pc].permit(payer, address(escrows[pc]), p.value, p.deadline, p.v, p.r, p.s);
+            _payTake(ti, relayer, p);
+        }
         return true;
     }
 
@@ -885,7 +967,8 @@ contract V2Handler is V2Signing {
         bytes memory auth = sig(ADV_PAYKEY_PK, payTakeDigest(chainIds[tc], address(escrows[tc]), one(keyOf(f))));
         tokens[tc].mint(advPayer, f.amountIn);
         vm.chainId(chainIds[tc]);
-        ISettlementEscrowV2.Permit memory p = permit2(tokens[tc], ADV_PAYER_PK, address(escrows[tc]), f.amountIn, block.timestamp + 1);
+        ISettlementEscrowV2.Permit memory p =
+            permit2(tokens[tc], ADV_PAYER_PK, address(escrows[tc]), f.amountIn, block.timestamp + 1);
         (ok,) = _call(tc, operator, abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, auth, p)), "payTake");
         if (ok) _recordPayment(tc, f, false);
     }
@@ -914,7 +997,12 @@ contract V2Handler is V2Signing {
             fs[n - 1].fillId = keccak256(abi.encode("adv-fill", ++counter));
             sigs[n - 1] = sig(ADV_PAYER_PK, fillDigest2(fs[n - 1]));
         }
-        (ok,) = _call(tk.payChain, operator, abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[ti], takePermit[ti])), "payTake");
+        (ok,) = _call(
+            tk.payChain,
+            operator,
+            abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[ti], takePermit[ti])),
+            "payTake"
+        );
         if (ok) _violate("payTake accepted Fills the pay key did not authorise");
     }
 
@@ -923,7 +1011,9 @@ contract V2Handler is V2Signing {
     function advCancelExact(uint256 li, uint8 mode) public returns (bool ok) {
         LockRec storage r = locks[li];
         bytes32 d = cancelDigest(chainIds[r.chain], address(escrows[r.chain]), r.key);
-        bytes memory s = mode == 0 ? sig(ADV_PAYKEY_PK, d) : mode == 1 ? sig(OP_PK, d) : mode == 2 ? sig(ADV_OWNER_PK, d) : bytes("");
+        bytes memory s = mode == 0
+            ? sig(ADV_PAYKEY_PK, d)
+            : mode == 1 ? sig(OP_PK, d) : mode == 2 ? sig(ADV_OWNER_PK, d) : bytes("");
         (ok,) = _call(r.chain, operator, abi.encodeCall(ISettlementEscrowV2.cancelLock, (r.key, s)), "cancelLock");
     }
 
@@ -934,10 +1024,13 @@ contract V2Handler is V2Signing {
             return ok;
         }
         if (mode == 1) {
-            (ok,) = _call(o.chain, advOwner, abi.encodeCall(ISettlementEscrowV2.invalidateNonce, (++counter)), "invalidateNonce");
+            (ok,) = _call(
+                o.chain, advOwner, abi.encodeCall(ISettlementEscrowV2.invalidateNonce, (++counter)), "invalidateNonce"
+            );
             return ok;
         }
-        ISettlementEscrowV2.CloseOffer memory c = ISettlementEscrowV2.CloseOffer(o.id, advOwner, 0, true, ++counter, block.timestamp + 1);
+        ISettlementEscrowV2.CloseOffer memory c =
+            ISettlementEscrowV2.CloseOffer(o.id, advOwner, 0, true, ++counter, block.timestamp + 1);
         bytes memory s = sig(ADV_OWNER_PK, closeDigest2(chainIds[o.chain], address(escrows[o.chain]), c));
         (ok,) = _call(o.chain, operator, abi.encodeCall(ISettlementEscrowV2.closeWithSig, (c, s)), "closeWithSig");
     }
@@ -967,26 +1060,35 @@ contract V2Handler is V2Signing {
             // A FundOrder in an honest owner's name, signed by the operator (its allowance is there).
             vm.prank(owner);
             tokens[c].approve(address(escrows[c]), type(uint256).max);
-            ISettlementEscrowV2.FundOrder memory o =
-                ISettlementEscrowV2.FundOrder(_honestId(m, seed >> 2), owner, operator, operator, 1, block.timestamp + 1);
+            ISettlementEscrowV2.FundOrder memory o = ISettlementEscrowV2.FundOrder(
+                _honestId(m, seed >> 2), owner, operator, operator, 1, block.timestamp + 1
+            );
             bytes memory s = sig(OP_PK, fundDigest2(chainIds[c], address(escrows[c]), o));
             (ok,) = _call(c, operator, abi.encodeCall(ISettlementEscrowV2.fund, (o, s, noPermit2())), "fund");
             vm.prank(owner);
             tokens[c].approve(address(escrows[c]), 0);
         } else if (kind == 1) {
             // A close of an honest owner's zero-id balance to the operator's liking, signed by the operator.
-            ISettlementEscrowV2.CloseOffer memory cl = ISettlementEscrowV2.CloseOffer(bytes32(0), owner, 0, true, seed, block.timestamp + 1);
+            ISettlementEscrowV2.CloseOffer memory cl =
+                ISettlementEscrowV2.CloseOffer(bytes32(0), owner, 0, true, seed, block.timestamp + 1);
             bytes memory s = sig(OP_PK, closeDigest2(chainIds[c], address(escrows[c]), cl));
             (ok,) = _call(c, operator, abi.encodeCall(ISettlementEscrowV2.closeWithSig, (cl, s)), "closeWithSig");
         } else if (kind == 2 && lastHonestCloseSig.length > 0) {
-            (ok,) = _call(lastHonestCloseChain, operator, abi.encodeCall(ISettlementEscrowV2.closeWithSig, (lastHonestClose, lastHonestCloseSig)), "closeWithSig");
+            (ok,) = _call(
+                lastHonestCloseChain,
+                operator,
+                abi.encodeCall(ISettlementEscrowV2.closeWithSig, (lastHonestClose, lastHonestCloseSig)),
+                "closeWithSig"
+            );
         } else if (kind == 3 && takes.length > 0) {
             // An honest Fill re-pointed to the operator's recipient, with the payer's signature of the original.
             uint256 ti = seed % takes.length;
             ISettlementEscrowV2.Fill memory f = takeFill[ti][0];
             f.recipient = advRecipient;
             uint256 si = takes[ti].setIdx;
-            ok = _lock(sets[si].chain, f, takeFillSig[ti][0], si, merkleProof(leavesOf(setHashlocks[si]), f.hashlockIndex));
+            ok = _lock(
+                sets[si].chain, f, takeFillSig[ti][0], si, merkleProof(leavesOf(setHashlocks[si]), f.hashlockIndex)
+            );
         } else if (kind == 4 && takes.length > 1) {
             // One take's pay-key authorisation used for another take.
             uint256 a = seed % takes.length;
@@ -996,7 +1098,12 @@ contract V2Handler is V2Signing {
             bytes[] memory sigs = new bytes[](1);
             fs[0] = takeFill[b][0];
             sigs[0] = takeFillSig[b][0];
-            (ok,) = _call(takes[b].payChain, operator, abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[a], takePermit[b])), "payTake");
+            (ok,) = _call(
+                takes[b].payChain,
+                operator,
+                abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[a], takePermit[b])),
+                "payTake"
+            );
         } else if (kind == 5 && locks.length > 0) {
             // A claim with a guessed secret.
             LockRec storage r = locks[seed % locks.length];
@@ -1138,7 +1245,11 @@ contract V2Handler is V2Signing {
         return (true, "");
     }
 
-    function counts() external view returns (uint256 nOrders, uint256 nSets, uint256 nTakes, uint256 nLocks, uint256 nPays) {
+    function counts()
+        external
+        view
+        returns (uint256 nOrders, uint256 nSets, uint256 nTakes, uint256 nLocks, uint256 nPays)
+    {
         return (orders.length, sets.length, takes.length, locks.length, pays.length);
     }
 
@@ -1170,7 +1281,10 @@ contract V2Handler is V2Signing {
 
     // ================================================================ internals
 
-    function _call(uint8 c, address from, bytes memory data, bytes32 name) internal returns (bool ok, bytes memory ret) {
+    function _call(uint8 c, address from, bytes memory data, bytes32 name)
+        internal
+        returns (bool ok, bytes memory ret)
+    {
         vm.chainId(chainIds[c]);
         vm.prank(from);
         (ok, ret) = address(escrows[c]).call(data);
@@ -1186,7 +1300,11 @@ contract V2Handler is V2Signing {
         if (ok) {
             bytes32 key = keyOf(f);
             lockAtPlus1[c][key] = locks.length + 1;
-            locks.push(LockRec({chain: c, key: key, digest: fillDigest2(f), orderIdx: orderIdxPlus1[c][f.owner][f.orderId] - 1, f: f}));
+            locks.push(
+                LockRec({
+                    chain: c, key: key, digest: fillDigest2(f), orderIdx: orderIdxPlus1[c][f.owner][f.orderId] - 1, f: f
+                })
+            );
         }
     }
 
@@ -1198,7 +1316,9 @@ contract V2Handler is V2Signing {
             fs[i] = takeFill[ti][i];
             sigs[i] = takeFillSig[ti][i];
         }
-        (ok,) = _call(tk.payChain, from, abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[ti], p)), "payTake");
+        (ok,) = _call(
+            tk.payChain, from, abi.encodeCall(ISettlementEscrowV2.payTake, (fs, sigs, takeAuth[ti], p)), "payTake"
+        );
         if (ok) {
             for (uint256 i; i < tk.n; ++i) {
                 _recordPayment(tk.payChain, fs[i], true);
@@ -1269,7 +1389,10 @@ contract V2Handler is V2Signing {
                 for (uint256 i; i < takes[ti].n; ++i) {
                     ISettlementEscrowV2.Fill storage f = takeFill[ti][i];
                     (, uint8 mc) = _chainIdx(f.makerChainId);
-                    if (f.payBy > block.timestamp && escrows[mc].getLock(keyOf(f)).state == ISettlementEscrowV2.LockState.None) {
+                    if (
+                        f.payBy > block.timestamp
+                            && escrows[mc].getLock(keyOf(f)).state == ISettlementEscrowV2.LockState.None
+                    ) {
                         advLockHonestExact(ti, i);
                     }
                 }
@@ -1277,7 +1400,9 @@ contract V2Handler is V2Signing {
         }
         for (uint256 ti; ti < takes.length; ++ti) {
             Take storage tk = takes[ti];
-            if (online[2 + tk.taker] && !tk.authorised && !tk.cancelled && _locksLive(ti)) takerAuthorizeExact(ti, true);
+            if (online[2 + tk.taker] && !tk.authorised && !tk.cancelled && _locksLive(ti)) {
+                takerAuthorizeExact(ti, true);
+            }
         }
         for (uint256 li; li < locks.length; ++li) {
             uint8 who = orders[locks[li].orderIdx].who;
@@ -1298,7 +1423,10 @@ contract V2Handler is V2Signing {
                 bytes32 secret = publicSecret[p.hashlock];
                 (, uint8 mc) = _chainIdx(f.makerChainId);
                 ISettlementEscrowV2.FillLock memory l = escrows[mc].getLock(key);
-                if (secret == bytes32(0) || l.state != ISettlementEscrowV2.LockState.Locked || block.timestamp >= l.expiry) {
+                if (
+                    secret == bytes32(0) || l.state != ISettlementEscrowV2.LockState.Locked
+                        || block.timestamp >= l.expiry
+                ) {
                     continue;
                 }
                 _claimAs(recipients[tk.taker], mc, key, secret);
@@ -1313,7 +1441,10 @@ contract V2Handler is V2Signing {
             ISettlementEscrowV2.Fill storage f = takeFill[ti][i];
             (, uint8 mc) = _chainIdx(f.makerChainId);
             ISettlementEscrowV2.FillLock memory l = escrows[mc].getLock(keyOf(f));
-            if (l.state != ISettlementEscrowV2.LockState.Locked || block.timestamp >= l.expiry || block.timestamp > f.payBy) {
+            if (
+                l.state != ISettlementEscrowV2.LockState.Locked || block.timestamp >= l.expiry
+                    || block.timestamp > f.payBy
+            ) {
                 return false;
             }
         }
@@ -1326,7 +1457,9 @@ contract V2Handler is V2Signing {
         OrderRef storage o = orders[r.orderIdx];
         if (o.who == ADV) return false;
         ISettlementEscrowV2.FillLock memory l = escrows[r.chain].getLock(r.key);
-        if (l.state != ISettlementEscrowV2.LockState.Locked || block.timestamp >= l.expiry || l.hashlock != r.f.hashlock) {
+        if (
+            l.state != ISettlementEscrowV2.LockState.Locked || block.timestamp >= l.expiry || l.hashlock != r.f.hashlock
+        ) {
             return false;
         }
         if (makerSecret[r.f.hashlock] == bytes32(0)) return false;
@@ -1335,7 +1468,11 @@ contract V2Handler is V2Signing {
             && p.hashlock == r.f.hashlock && p.amountIn >= r.f.amountIn && p.expiry >= block.timestamp + REVEAL_CUTOFF;
     }
 
-    function _readPayment(address target, bytes32 key) internal view returns (bool, ISettlementEscrowV2.Payment memory p) {
+    function _readPayment(address target, bytes32 key)
+        internal
+        view
+        returns (bool, ISettlementEscrowV2.Payment memory p)
+    {
         (bool ok, bytes memory ret) = target.staticcall(abi.encodeCall(IPaymentView.getPayment, (key)));
         if (!ok || ret.length != 192) return (false, p);
         return (true, abi.decode(ret, (ISettlementEscrowV2.Payment)));
@@ -1505,7 +1642,9 @@ contract V2Handler is V2Signing {
 
     /// @dev Token, zero-id balance and margin credit of `who` on chain `c`.
     function _holdings(uint8 c, address who) internal view returns (uint256) {
-        return tokens[c].balanceOf(who) + escrows[c].balanceOf(who) + cdws[c].deposits(who, 0) + cdws[c].deposits(who, SPOT);
+        return
+            tokens[c].balanceOf(who) + escrows[c].balanceOf(who) + cdws[c].deposits(who, 0)
+                + cdws[c].deposits(who, SPOT);
     }
 
     function _violate(string memory why) internal {

@@ -113,7 +113,8 @@ abstract contract V2Fixture is V2Signing {
     function fundA(bytes32 id, uint256 amount) internal returns (ISettlementEscrowV2.FundOrder memory o) {
         onA();
         o = fundOrder2(id, amount);
-        ISettlementEscrowV2.Permit memory p = permit2(usdcA, ownerPk, address(escrowA), amount, block.timestamp + 1 hours);
+        ISettlementEscrowV2.Permit memory p =
+            permit2(usdcA, ownerPk, address(escrowA), amount, block.timestamp + 1 hours);
         bytes memory s = sig(ownerPk, fundDigest2(CHAIN_A, address(escrowA), o));
         vm.prank(relayer);
         escrowA.fund(o, s, p);
@@ -125,12 +126,7 @@ abstract contract V2Fixture is V2Signing {
         returns (ISettlementEscrowV2.CloseOffer memory)
     {
         return ISettlementEscrowV2.CloseOffer({
-            orderId: id,
-            owner: owner,
-            dex: dex,
-            toMargin: toMargin,
-            nonce: nonce,
-            deadline: block.timestamp + 1 hours
+            orderId: id, owner: owner, dex: dex, toMargin: toMargin, nonce: nonce, deadline: block.timestamp + 1 hours
         });
     }
 
@@ -161,7 +157,11 @@ abstract contract V2Fixture is V2Signing {
 
     /// @dev The maker's set for `owner`'s order on chain A: quote 0 a decoy on another chain, quote 1 pays `payee`
     ///      on chain B through escrowB at 101 in for 100 out, minFill 10 USDC.
-    function quoteSetA(bytes32 id, uint64 seq, uint256 quoteSize) internal view returns (ISettlementEscrowV2.QuoteSet memory s) {
+    function quoteSetA(bytes32 id, uint64 seq, uint256 quoteSize)
+        internal
+        view
+        returns (ISettlementEscrowV2.QuoteSet memory s)
+    {
         s.owner = owner;
         s.orderId = id;
         s.sequence = seq;
@@ -222,11 +222,9 @@ abstract contract V2Fixture is V2Signing {
         f.makerExpiry = f.takerExpiry + CLAIM_WIN;
     }
 
-    function lockCall(
-        ISettlementEscrowV2.Fill memory f,
-        ISettlementEscrowV2.QuoteSet memory s,
-        bytes32[] memory proof
-    ) internal {
+    function lockCall(ISettlementEscrowV2.Fill memory f, ISettlementEscrowV2.QuoteSet memory s, bytes32[] memory proof)
+        internal
+    {
         onA();
         bytes memory fs = sig(payerPk, fillDigest2(f));
         bytes memory qsig = sig(quotePk, quoteSetDigest2(CHAIN_A, address(escrowA), s));

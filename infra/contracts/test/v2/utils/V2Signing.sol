@@ -58,8 +58,9 @@ abstract contract V2Signing is Signing {
         pure
         returns (bytes32)
     {
-        bytes32 h =
-            keccak256(abi.encode(V2_CLOSE_OFFER_TYPEHASH, c.orderId, c.owner, c.dex, c.toMargin, c.nonce, c.deadline));
+        bytes32 h = keccak256(
+            abi.encode(V2_CLOSE_OFFER_TYPEHASH, c.orderId, c.owner, c.dex, c.toMargin, c.nonce, c.deadline)
+        );
         return typed(domainOf2(chainId, e), h);
     }
 
@@ -72,7 +73,9 @@ abstract contract V2Signing is Signing {
         for (uint256 i; i < s.quotes.length; ++i) {
             ISettlementEscrowV2.Quote memory q = s.quotes[i];
             hs[i] = keccak256(
-                abi.encode(V2_QUOTE_TYPEHASH, q.chainId, q.token, q.escrow, q.recipient, q.supply, q.receive_, q.minFill)
+                abi.encode(
+                    V2_QUOTE_TYPEHASH, q.chainId, q.token, q.escrow, q.recipient, q.supply, q.receive_, q.minFill
+                )
             );
         }
         bytes memory a = abi.encode(V2_QUOTE_SET_TYPEHASH, s.owner, s.orderId, s.sequence, s.generation);
@@ -103,7 +106,10 @@ abstract contract V2Signing is Signing {
     }
 
     function payTakeDigest(uint256 chainId, address e, bytes32[] memory digests) internal pure returns (bytes32) {
-        return typed(domainOf2(chainId, e), keccak256(abi.encode(V2_PAY_TAKE_TYPEHASH, keccak256(abi.encodePacked(digests)))));
+        return
+            typed(
+                domainOf2(chainId, e), keccak256(abi.encode(V2_PAY_TAKE_TYPEHASH, keccak256(abi.encodePacked(digests))))
+            );
     }
 
     function cancelDigest(uint256 chainId, address e, bytes32 digest) internal pure returns (bytes32) {
