@@ -123,6 +123,15 @@ export class LegacyEscrowDeployment extends Schema.Class<LegacyEscrowDeployment>
   end_block: Schema.optional(NonNegativeInt),
 }) {}
 
+/**
+ * A SettlementEscrowV2 deployed beside the venue's v1 escrow (settlement v2, DESIGN §6: v1 only drains). The watcher
+ * indexes its events from `deployment_block`; its immutables must equal `settlement`'s v2 values (checked at start).
+ */
+export class EscrowV2Deployment extends Schema.Class<EscrowV2Deployment>("EscrowV2Deployment")({
+  address: Address,
+  deployment_block: NonNegativeInt,
+}) {}
+
 export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   id: VenueId,
   name: Schema.NonEmptyTrimmedString,
@@ -136,6 +145,8 @@ export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
   deployment_block: NonNegativeInt,
   /** The venue's own HTTP API (a simulator on devnet). */
   api_url: Schema.optional(Url),
+  /** The venue's SettlementEscrowV2, when deployed (absent: v1 only). */
+  escrow_v2: Schema.optional(EscrowV2Deployment),
   /** A retired escrow (LegacyEscrow) whose offers the watcher indexes as well. */
   legacy_escrow: Schema.optional(Address),
   /**
@@ -194,6 +205,16 @@ export class SettlementTimings extends Schema.Class<SettlementTimings>("Settleme
   taker_timeout_seconds: Schema.optionalWith(PositiveInt, { default: () => 3600 }),
   lock_cutoff_seconds: Schema.optionalWith(PositiveInt, { default: () => 60 }),
   reveal_cutoff_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
+  /**
+   * Settlement v2 (src/Domain/SettlementTimingV2.ts has the inequalities): every configured SettlementEscrowV2 must
+   * have been deployed with exactly these immutables (CLAIM_WINDOW, PAY_BY_MAX, MAX_LOCK, MAX_QUOTE_LIFE,
+   * TAKER_TIMEOUT_MIN). Defaults: the devnet's values.
+   */
+  claim_window_seconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
+  pay_by_max_seconds: Schema.optionalWith(PositiveInt, { default: () => 120 }),
+  max_lock_seconds: Schema.optionalWith(PositiveInt, { default: () => 7200 }),
+  max_quote_life_seconds: Schema.optionalWith(PositiveInt, { default: () => 300 }),
+  taker_timeout_min_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
 }) {}
 
 export class AccessConfig extends Schema.Class<AccessConfig>("AccessConfig")({

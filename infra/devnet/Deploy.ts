@@ -1,8 +1,12 @@
 // Deploys one venue chain's contracts on a devnet (anvil) chain and funds the well-known test accounts.
 //
-//   hyperliquid: MockUSDC, MockCoreDepositWallet, HyperliquidMarginRouter, SettlementEscrow, LegacyEscrow
+//   hyperliquid: MockUSDC, MockCoreDepositWallet, HyperliquidMarginRouter, SettlementEscrow, LegacyEscrow,
+//                SettlementEscrowV2
 //   aster:       MockUSDC, MockAsterVault (router granted the deposit role), AsterMarginRouter, SettlementEscrow,
-//                LegacyEscrow
+//                LegacyEscrow, SettlementEscrowV2
+//
+// SettlementEscrowV2 (settlement v2, beside v1 which only drains) takes the same token and router and the time bounds
+// of src/Domain/SettlementTimingV2.ts (DEVNET_TIMING_V2, the inequalities of DESIGN §6).
 //
 // Transactions are sent back to back with explicit nonces and fixed gas limits, then awaited together, so a chain
 // with interval mining (--block-time) deploys in one or two blocks instead of one block per transaction.
@@ -36,7 +40,10 @@ import {
   mockUSDCBytecode,
   settlementEscrowAbi,
   settlementEscrowBytecode,
+  settlementEscrowV2Abi,
+  settlementEscrowV2Bytecode,
 } from "../../src/Chain/artifacts/index.ts"
+import { constructorTimings, DEVNET_TIMING_V2, type TimingV2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { ANVIL_PRIVATE_KEYS } from "./Anvil.ts"
 
 export type ChainKind = "hyperliquid" | "aster"
@@ -58,6 +65,17 @@ export interface DeployOptions {
   readonly fundedAccounts?: ReadonlyArray<Address>
   /** Create a few historical LegacyEscrow offers (default true; uses anvil accounts #1 and #2). */
   readonly legacyOffers?: boolean
+  /** SettlementEscrowV2's time bounds (default DEVNET_TIMING_V2); false: no v2 escrow. */
+  readonly escrowV2?: TimingV2 | false
+}
+
+/** The SettlementEscrowV2 immutables, seconds (the `settlement` config values it must match). */
+export interface EscrowV2Timing {
+  readonly maxLockSeconds: number
+  readonly payByMaxSeconds: number
+  readonly claimWindowSeconds: number
+  readonly maxQuoteLifeSeconds: number
+  readonly takerTimeoutMinSeconds: number
 }
 
 export interface DeployedContract {
@@ -90,7 +108,11 @@ export interface Deployment {
     readonly router: DeployedContract
     readonly escrow: DeployedContract
     readonly legacyEscrow: DeployedContract
+    /** SettlementEscrowV2 (absent in a record made before v2, or without its artifact). */
+    readonly escrowV2?: DeployedContract
   }
+  /** SettlementEscrowV2's immutables, when it is deployed. */
+  readonly escrowV2Timing?: EscrowV2Timing
   readonly token: { readonly symbol: "USDC"; readonly decimals: 6 }
   readonly fundedAccounts: ReadonlyArray<Address>
   readonly mintedPerAccount: string
@@ -165,8 +187,10 @@ export const deployChain = async (options: DeployOptions): Promise<Deployment> =
   const router = at(2)
   const escrow = at(3)
   const legacy = at(4)
+  const v2Timing = options.escrowV2 === false ? undefined : (options.escrowV2 ?? DEVNET_TIMING_V2)
+  const escrowV2 = v2Timing === undefined ? undefined : at(5)
 
-  const deploy = (data: Hex): TxRequest => ({ data, gas: DEPLOY_GAS })
+  const deploy = (data: Hex, gas: bigint = DEPLOY_GAS): TxRequest => ({ data, gas })
   const call = (to: Address, data: Hex): TxRequest => ({ to, data, gas: CALL_GAS })
 
   const venueDeploy =
@@ -203,6 +227,19 @@ export const deployChain = async (options: DeployOptions): Promise<Deployment> =
     ),
     deploy(encodeDeployData({ abi: legacyEscrowAbi, bytecode: legacyEscrowBytecode, args: [token] })),
   ]
+  if (v2Timing !== undefined) {
+    requests.push(
+      deploy(
+        encodeDeployData({
+          abi: settlementEscrowV2Abi,
+          bytecode: settlementEscrowV2Bytecode,
+          args: [token, router, ...constructorTimings(v2Timing)],
+        }),
+        // ~22 KB of runtime code: more than the other contracts' fixed limit.
+        12_000_000n,
+      ),
+    )
+  }
   if (options.kind === "aster") {
     // The real vault gates depositFor behind DEPOSIT_ROLE; the devnet grants it so margin payouts work.
     requests.push(
@@ -240,7 +277,19 @@ export const deployChain = async (options: DeployOptions): Promise<Deployment> =
       router: deployed(2, router),
       escrow: deployed(3, escrow),
       legacyEscrow: deployed(4, legacy),
+      ...(escrowV2 === undefined ? {} : { escrowV2: deployed(5, escrowV2) }),
     },
+    ...(escrowV2 === undefined || v2Timing === undefined
+      ? {}
+      : {
+          escrowV2Timing: {
+            maxLockSeconds: v2Timing.maxLock,
+            payByMaxSeconds: v2Timing.payByMax,
+            claimWindowSeconds: v2Timing.claimWindow,
+            maxQuoteLifeSeconds: v2Timing.maxQuoteLife,
+            takerTimeoutMinSeconds: v2Timing.takerTimeoutMin,
+          },
+        }),
     token: { symbol: "USDC", decimals: 6 },
     fundedAccounts: [...fundedAccounts],
     mintedPerAccount: mintPerAccount.toString(),

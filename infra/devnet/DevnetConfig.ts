@@ -19,6 +19,24 @@ export interface RunningChain {
  * everything and holds gas on both chains. Validated with the service's own schema before it is written, so a
  * drift between the two fails here with the field's path rather than in the child process.
  */
+/**
+ * The `settlement` v2 values: the deployed v2 escrows' immutables (every chain is deployed with the same ones,
+ * DEVNET_TIMING_V2). Omitted when no v2 escrow is deployed (the config's defaults are the same numbers).
+ */
+const settlementV2Of = (chains: ReadonlyArray<RunningChain>) => {
+  const t = chains.find((c) => c.deployment.escrowV2Timing !== undefined)?.deployment.escrowV2Timing
+  if (t === undefined) return {}
+  return {
+    settlement: {
+      max_lock_seconds: t.maxLockSeconds,
+      pay_by_max_seconds: t.payByMaxSeconds,
+      claim_window_seconds: t.claimWindowSeconds,
+      max_quote_life_seconds: t.maxQuoteLifeSeconds,
+      taker_timeout_min_seconds: t.takerTimeoutMinSeconds,
+    },
+  }
+}
+
 export const buildDevnetConfig = (chains: ReadonlyArray<RunningChain>) => {
   // `legacy_escrow` is only written when the service's schema knows it (the watcher work adds it; unknown
   // fields are rejected by the service).
@@ -37,12 +55,22 @@ export const buildDevnetConfig = (chains: ReadonlyArray<RunningChain>) => {
       deployment_block: Number(deployment.contracts.escrow.block),
       ...(apiUrl === undefined ? {} : { api_url: apiUrl }),
       ...(withLegacy ? { legacy_escrow: deployment.contracts.legacyEscrow.address } : {}),
+      // Settlement v2 beside v1 (the service checks its immutables against `settlement` at start).
+      ...(deployment.contracts.escrowV2 === undefined
+        ? {}
+        : {
+            escrow_v2: {
+              address: deployment.contracts.escrowV2.address,
+              deployment_block: Number(deployment.contracts.escrowV2.block),
+            },
+          }),
     })),
     app_origins: ["http://localhost:5173", "http://127.0.0.1:5173"],
     admins: [privateKeyToAddress(devnetKey(DEVNET_ROLES.admin))],
     // TEST ONLY: anvil's well-known account #0, public to everyone.
     operator_key: devnetKey(DEVNET_ROLES.operator),
     access: { mode: "open" },
+    ...settlementV2Of(chains),
   }
   return Effect.as(decodeDeploymentConfig(config, "the generated devnet config"), config)
 }

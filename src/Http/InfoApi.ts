@@ -33,6 +33,16 @@ export const Info = Schema.Struct({
     taker_timeout_seconds: Schema.Int,
     lock_cutoff_seconds: Schema.Int,
     reveal_cutoff_seconds: Schema.Int,
+    claim_window_seconds: Schema.Int.annotations({
+      description:
+        "Settlement v2: a lock outlives its payment's takerExpiry by at least this (the escrow's CLAIM_WINDOW)",
+    }),
+    pay_by_max_seconds: Schema.Int.annotations({
+      description: "Settlement v2: the latest payBy a Fill may name, after its lock (the escrow's PAY_BY_MAX)",
+    }),
+    max_lock_seconds: Schema.Int.annotations({
+      description: "Settlement v2: the longest a lock holds maker funds, hence the longest a close waits (MAX_LOCK)",
+    }),
   }),
   chains: Schema.Array(ChainInfo),
   access: Schema.Struct({ mode: Schema.String, captcha_site_key: Schema.String }),

@@ -26,6 +26,10 @@ export const infoFixed = ({ deployment, operator }: AppConfigShape) => {
       taker_timeout_seconds: settlement.taker_timeout_seconds,
       lock_cutoff_seconds: settlement.lock_cutoff_seconds,
       reveal_cutoff_seconds: settlement.reveal_cutoff_seconds,
+      // Settlement v2 (DESIGN §6): the v2 escrows' CLAIM_WINDOW, PAY_BY_MAX and MAX_LOCK (checked at start).
+      claim_window_seconds: settlement.claim_window_seconds,
+      pay_by_max_seconds: settlement.pay_by_max_seconds,
+      max_lock_seconds: settlement.max_lock_seconds,
     },
     chains: deployment.venues.map((v) => ({
       venue: v.id,

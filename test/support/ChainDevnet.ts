@@ -36,6 +36,8 @@ export interface TestChain {
   readonly escrow: Address
   readonly token: Address
   readonly legacy: Address
+  /** The chain's SettlementEscrowV2 (absent only in a deployment made with `escrowV2: false`). */
+  readonly escrowV2: Address | undefined
 }
 
 export const key = (i: number) => ANVIL_PRIVATE_KEYS[i] as Hex
@@ -68,6 +70,7 @@ export const startTestChain = async (
     escrow: deployment.contracts.escrow.address,
     token: deployment.contracts.token.address,
     legacy: deployment.contracts.legacyEscrow.address,
+    escrowV2: deployment.contracts.escrowV2?.address,
   }
 }
 
@@ -75,7 +78,12 @@ export const startTestChain = async (
 export const venueEntry = (
   c: TestChain,
   id: string,
-  extra: { readonly watcher?: Record<string, unknown>; readonly relayer?: Record<string, unknown> } = {},
+  extra: {
+    readonly watcher?: Record<string, unknown>
+    readonly relayer?: Record<string, unknown>
+    /** Configure the chain's SettlementEscrowV2 (`escrow_v2`), so the watcher indexes it too. */
+    readonly escrowV2?: boolean
+  } = {},
 ) => ({
   id,
   name: `${id} (test)`,
@@ -90,6 +98,9 @@ export const venueEntry = (
   legacy_escrow: c.legacy,
   ...(extra.watcher ? { watcher: extra.watcher } : {}),
   ...(extra.relayer ? { relayer: extra.relayer } : {}),
+  ...(extra.escrowV2 && c.escrowV2 !== undefined
+    ? { escrow_v2: { address: c.escrowV2, deployment_block: Number(c.deployment.contracts.escrowV2!.block) } }
+    : {}),
 })
 
 const nonceOf = (c: TestChain, who: Address) => c.pub.getTransactionCount({ address: who, blockTag: "pending" })

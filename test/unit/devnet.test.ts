@@ -153,6 +153,39 @@ describe("devnet service config", () => {
     ])
     expect(config.venues[0]).toHaveProperty("api_url", "http://127.0.0.1:8547")
     expect(config.venues[1]).not.toHaveProperty("api_url")
+    expect(config.venues[0]).not.toHaveProperty("escrow_v2")
+  })
+
+  it("names each chain's SettlementEscrowV2 and its immutables as the settlement v2 values", async () => {
+    const v2 = running().map((c) => ({
+      ...c,
+      deployment: {
+        ...c.deployment,
+        contracts: { ...c.deployment.contracts, escrowV2: { address: `0x${"6".repeat(40)}` as Address, block: "6" } },
+        escrowV2Timing: {
+          maxLockSeconds: 7200,
+          payByMaxSeconds: 120,
+          claimWindowSeconds: 600,
+          maxQuoteLifeSeconds: 300,
+          takerTimeoutMinSeconds: 900,
+        },
+      },
+    }))
+    const config = (await Effect.runPromise(buildDevnetConfig(v2))) as unknown as {
+      venues: Array<{ escrow_v2?: unknown }>
+      settlement: Record<string, number>
+    }
+    expect(config.venues.map((v) => v.escrow_v2)).toEqual([
+      { address: `0x${"6".repeat(40)}`, deployment_block: 6 },
+      { address: `0x${"6".repeat(40)}`, deployment_block: 6 },
+    ])
+    expect(config.settlement).toEqual({
+      max_lock_seconds: 7200,
+      pay_by_max_seconds: 120,
+      claim_window_seconds: 600,
+      max_quote_life_seconds: 300,
+      taker_timeout_min_seconds: 900,
+    })
   })
 })
 
