@@ -24,6 +24,7 @@ import {
 } from "../src/Store/ChainIndex.ts"
 import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
 import { supervisedSingleton } from "../src/Supervision.ts"
+import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
 
 /**
  * VenueWatcher: one cluster singleton per venue chain. Each poll it reads `latest`, `safe` and
@@ -205,6 +206,8 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     const client = clients.chain(venue.id)
     if (client === undefined) return yield* Effect.die(new Error(`no chain client for venue ${venue.id}`))
     const settings = venue.watcher
+    // Settlement v2: the venue's SettlementEscrowV2 (when configured) is indexed from its own cursor.
+    const ingestV2 = makeEscrowV2Ingest(venue, client)
     const contracts = [venue.escrow, ...(venue.legacy_escrow ? [venue.legacy_escrow] : [])].map(
       (a) => a.toLowerCase() as Address,
     )
@@ -379,6 +382,7 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
       // Never ingest on top of a latched alarm: the index stays as it was for the investigation.
       const cursor =
         latched || heads.finalized.number <= row.indexedBlock ? row.indexedBlock : yield* ingestUpTo(row, heads)
+      if (!latched && ingestV2 !== undefined) yield* ingestV2(heads.finalized)
       const now = yield* Clock.currentTimeMillis
       if (lastHead === undefined) {
         lastHead =

@@ -1,0 +1,59 @@
+import { Clock, Duration, Effect } from "effect"
+import type { Address, Hex, PublicClient } from "viem"
+import { decodeV2Logs } from "../src/Chain/EscrowIndexV2.ts"
+import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import type { VenueConfig } from "../src/Config.ts"
+import { ingestV2Page, initV2Cursor } from "../src/Store/EscrowIndexV2.ts"
+
+/** Spent ingesting v2 pages per poll (the next poll continues). */
+const INGEST_BUDGET = Duration.seconds(5)
+
+/**
+ * The VenueWatcher's v2 part (settlement v2: SettlementEscrowV2 beside v1): from its own cursor (so a v2 escrow added
+ * to the config later is indexed from its deployment block), up to the finalized head the watcher just read, in
+ * pages of the watcher's size, one transaction per page (src/Store/EscrowIndexV2.ts). Undefined when the venue
+ * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's.
+ */
+export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => {
+  const v2 = venue.escrow_v2
+  if (v2 === undefined) return undefined
+  const escrow = v2.address.toLowerCase() as Address
+  let pageBlocks = BigInt(venue.watcher.page_blocks)
+  const blockHash = (n: bigint) =>
+    rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: n })).pipe(
+      Effect.map((b) => b.hash as Hex | null),
+      retryRpc,
+    )
+  return (finalized: { readonly number: bigint; readonly hash: Hex }) =>
+    Effect.gen(function* () {
+      const cursor = yield* initV2Cursor(venue.id, escrow, v2.deployment_block)
+      if (cursor === undefined) return
+      const started = yield* Clock.currentTimeMillis
+      let at = cursor.indexedBlock
+      while (at < finalized.number) {
+        if ((yield* Clock.currentTimeMillis) - started > Duration.toMillis(INGEST_BUDGET)) break
+        const from = at + 1n
+        const to = from + pageBlocks - 1n < finalized.number ? from + pageBlocks - 1n : finalized.number
+        const logs = yield* rpc("eth_getLogs", () =>
+          client.getLogs({ address: escrow, fromBlock: from, toBlock: to }),
+        ).pipe(retryRpc, Effect.either)
+        if (logs._tag === "Left") {
+          if (logs.left.rangeTooLarge && pageBlocks > 1n) {
+            pageBlocks = pageBlocks / 2n
+            continue
+          }
+          return yield* Effect.fail(logs.left)
+        }
+        const toHash = to === finalized.number ? finalized.hash : yield* blockHash(to)
+        if (toHash === null) return yield* Effect.die(new Error(`block ${to} not found`))
+        yield* ingestV2Page({
+          venue: venue.id,
+          fromBlock: from,
+          toBlock: to,
+          toHash,
+          events: decodeV2Logs(logs.right, escrow),
+        })
+        at = to
+      }
+    })
+}

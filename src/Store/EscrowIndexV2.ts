@@ -1,0 +1,418 @@
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Effect } from "effect"
+import type { Address, Hex } from "viem"
+import {
+  applyEventsV2,
+  balanceOwnersOf,
+  emptyStateV2,
+  eventArgsJsonV2,
+  type IndexedEventV2,
+  type IndexStateV2,
+  touchedKeysV2,
+} from "../Chain/EscrowIndexV2.ts"
+import { CursorMoved } from "./ChainIndex.ts"
+
+/**
+ * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
+ * the cursor row moved first under the guard `indexed_block = fromBlock - 1` (a replayed or overlapping page fails
+ * with CursorMoved and changes nothing), then the raw events, then the touched rows folded and written back.
+ */
+
+export interface V2Cursor {
+  readonly escrow: string
+  readonly indexedBlock: bigint
+  readonly indexedHash: string | null
+}
+
+/** Creates the venue's v2 cursor just before the escrow's deployment block (kept when it exists). */
+export const initV2Cursor = (venue: string, escrow: Address, deploymentBlock: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      yield* sql`
+        insert into escrow_v2_cursor (venue, escrow, indexed_block)
+        values (${venue}, ${escrow.toLowerCase()}, ${Math.max(0, deploymentBlock - 1)})
+        on conflict (venue) do nothing`
+      return yield* v2Cursor(venue)
+    }),
+  )
+
+export const v2Cursor = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ escrow: string; b: string; h: string | null }>`
+      select escrow, indexed_block::text as b, indexed_hash as h from escrow_v2_cursor where venue = ${venue}`.pipe(
+      Effect.map((rows): V2Cursor | undefined =>
+        rows[0] === undefined
+          ? undefined
+          : { escrow: rows[0].escrow, indexedBlock: BigInt(rows[0].b), indexedHash: rows[0].h },
+      ),
+    ),
+  )
+
+export interface IngestV2Page {
+  readonly venue: string
+  readonly fromBlock: bigint
+  readonly toBlock: bigint
+  readonly toHash: Hex
+  readonly events: ReadonlyArray<IndexedEventV2>
+}
+
+const s = (n: bigint | number) => n.toString()
+const sOrNull = (n: bigint | null) => (n === null ? null : n.toString())
+
+/** Indexes one page of v2 events in one transaction (see the module note). Returns the number of events. */
+export const ingestV2Page = (
+  page: IngestV2Page,
+): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const { venue, events } = page
+        const moved = yield* sql<{ venue: string }>`
+          update escrow_v2_cursor set indexed_block = ${s(page.toBlock)}, indexed_hash = ${page.toHash.toLowerCase()},
+            updated_at = now()
+          where venue = ${venue} and indexed_block = ${s(page.fromBlock - 1n)}
+          returning venue`
+        if (moved.length === 0) {
+          const cursor = yield* v2Cursor(venue)
+          return yield* Effect.fail(
+            new CursorMoved({ venue, expected: page.fromBlock - 1n, actual: cursor?.indexedBlock ?? null }),
+          )
+        }
+        if (events.length === 0) return 0
+        yield* sql`
+          insert into escrow_v2_events ${sql.insert(
+            events.map((e) => ({
+              venue,
+              block_number: s(e.blockNumber),
+              log_index: e.logIndex,
+              block_hash: e.blockHash.toLowerCase(),
+              tx_hash: e.txHash.toLowerCase(),
+              contract: e.contract,
+              event: e.decoded.eventName,
+              args: JSON.stringify(eventArgsJsonV2(e)),
+            })),
+          )}`
+        const keys = touchedKeysV2(events)
+        const state = yield* loadTouched(venue, keys)
+        const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
+        if (more.length > 0) yield* loadBalances(venue, more, state)
+        const { secrets } = applyEventsV2(state, events)
+        yield* writeState(venue, state)
+        if (secrets.length > 0) {
+          yield* sql`
+            insert into escrow_v2_secrets ${sql.insert(
+              secrets.map((x) => ({
+                venue,
+                fill_digest: x.fillDigest,
+                event: x.event,
+                hashlock: x.hashlock,
+                secret: x.secret,
+                tx_hash: x.txHash,
+                block_number: s(x.blockNumber),
+                block_hash: x.blockHash,
+              })),
+            )} on conflict do nothing`
+        }
+        return events.length
+      }),
+    ),
+  )
+
+interface RawOrder {
+  order_key: string
+  owner: string
+  order_id: string
+  operator: string
+  quote_signer: string
+  available: string
+  locked: string
+  close_requested: boolean
+  close_dex: string | null
+  close_to_margin: boolean | null
+  created_block: string
+  block_number: string
+  block_hash: string
+}
+
+interface RawLock {
+  fill_digest: string
+  state: string
+  order_key: string
+  owner: string
+  order_id: string
+  sequence: string
+  payer: string
+  recipient: string
+  amount_in: string
+  amount_out: string
+  dex: string
+  to_margin: boolean
+  hashlock: string
+  hashlock_index: string
+  expiry: string
+  taker_expiry: string
+  pay_key: string
+  pay_by: string
+  quote_set_digest: string | null
+  quote_index: string | null
+  refused: boolean | null
+  to_owner: boolean | null
+  secret: string | null
+  fill: Record<string, unknown> | null
+  created_block: string
+  tx_hash: string
+  block_number: string
+  block_hash: string
+}
+
+interface RawPayment {
+  fill_digest: string
+  state: string
+  payer: string
+  payee: string
+  amount_in: string
+  hashlock: string
+  expiry: string
+  pay_key: string
+  pay_by: string
+  pay_take_digest: string | null
+  secret: string | null
+  fill: Record<string, unknown> | null
+  created_block: string
+  tx_hash: string
+  block_number: string
+  block_hash: string
+}
+
+const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: IndexStateV2) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ owner: string; balance: string; block_number: string; block_hash: string }>`
+      select owner, balance::text, block_number::text, block_hash from escrow_v2_balances
+      where venue = ${venue} and owner = any(${owners}::text[])`.pipe(
+      Effect.tap((rows) => {
+        for (const r of rows) {
+          state.balances.set(r.owner, {
+            owner: r.owner as Address,
+            balance: BigInt(r.balance),
+            blockNumber: BigInt(r.block_number),
+            blockHash: r.block_hash as Hex,
+          })
+        }
+      }),
+    ),
+  )
+
+/** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
+const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      const state = emptyStateV2()
+      if (keys.orders.size > 0) {
+        const rows = yield* sql<RawOrder>`
+          select order_key, owner, order_id, operator, quote_signer, available::text, locked::text, close_requested,
+            close_dex::text, close_to_margin, created_block::text, block_number::text, block_hash
+          from escrow_v2_orders where venue = ${venue} and order_key = any(${[...keys.orders]}::text[])`
+        for (const r of rows) {
+          state.orders.set(r.order_key, {
+            orderKey: r.order_key as Hex,
+            owner: r.owner as Address,
+            orderId: r.order_id as Hex,
+            operator: r.operator as Address,
+            quoteSigner: r.quote_signer as Address,
+            available: BigInt(r.available),
+            locked: BigInt(r.locked),
+            closeRequested: r.close_requested,
+            closeDex: r.close_dex === null ? null : Number(r.close_dex),
+            closeToMargin: r.close_to_margin,
+            createdBlock: BigInt(r.created_block),
+            blockNumber: BigInt(r.block_number),
+            blockHash: r.block_hash as Hex,
+          })
+        }
+      }
+      if (keys.balances.size > 0) yield* loadBalances(venue, [...keys.balances], state)
+      if (keys.locks.size > 0) {
+        const rows = yield* sql<RawLock>`
+          select fill_digest, state, order_key, owner, order_id, sequence::text, payer, recipient, amount_in::text,
+            amount_out::text, dex::text, to_margin, hashlock, hashlock_index::text, expiry::text, taker_expiry::text,
+            pay_key, pay_by::text, quote_set_digest, quote_index::text, refused, to_owner, secret, fill,
+            created_block::text, tx_hash, block_number::text, block_hash
+          from escrow_v2_locks where venue = ${venue} and fill_digest = any(${[...keys.locks]}::text[])`
+        for (const r of rows) {
+          state.locks.set(r.fill_digest, {
+            fillDigest: r.fill_digest as Hex,
+            state: r.state as "locked",
+            orderKey: r.order_key as Hex,
+            owner: r.owner as Address,
+            orderId: r.order_id as Hex,
+            sequence: BigInt(r.sequence),
+            payer: r.payer as Address,
+            recipient: r.recipient as Address,
+            amountIn: BigInt(r.amount_in),
+            amountOut: BigInt(r.amount_out),
+            dex: Number(r.dex),
+            toMargin: r.to_margin,
+            hashlock: r.hashlock as Hex,
+            hashlockIndex: Number(r.hashlock_index),
+            expiry: BigInt(r.expiry),
+            takerExpiry: BigInt(r.taker_expiry),
+            payKey: r.pay_key as Address,
+            payBy: BigInt(r.pay_by),
+            quoteSetDigest: r.quote_set_digest as Hex | null,
+            quoteIndex: r.quote_index === null ? null : BigInt(r.quote_index),
+            refused: r.refused,
+            toOwner: r.to_owner,
+            secret: r.secret as Hex | null,
+            fill: r.fill as Record<string, unknown> | null,
+            createdBlock: BigInt(r.created_block),
+            txHash: r.tx_hash as Hex,
+            blockNumber: BigInt(r.block_number),
+            blockHash: r.block_hash as Hex,
+          })
+        }
+      }
+      if (keys.payments.size > 0) {
+        const rows = yield* sql<RawPayment>`
+          select fill_digest, state, payer, payee, amount_in::text, hashlock, expiry::text, pay_key, pay_by::text,
+            pay_take_digest, secret, fill, created_block::text, tx_hash, block_number::text, block_hash
+          from escrow_v2_payments where venue = ${venue} and fill_digest = any(${[...keys.payments]}::text[])`
+        for (const r of rows) {
+          state.payments.set(r.fill_digest, {
+            fillDigest: r.fill_digest as Hex,
+            state: r.state as "held",
+            payer: r.payer as Address,
+            payee: r.payee as Address,
+            amountIn: BigInt(r.amount_in),
+            hashlock: r.hashlock as Hex,
+            expiry: BigInt(r.expiry),
+            payKey: r.pay_key as Address,
+            payBy: BigInt(r.pay_by),
+            payTakeDigest: r.pay_take_digest as Hex | null,
+            secret: r.secret as Hex | null,
+            fill: r.fill as Record<string, unknown> | null,
+            createdBlock: BigInt(r.created_block),
+            txHash: r.tx_hash as Hex,
+            blockNumber: BigInt(r.block_number),
+            blockHash: r.block_hash as Hex,
+          })
+        }
+      }
+      return state
+    }),
+  )
+
+/** Upserts every row of `state` (the touched ones). */
+const writeState = (venue: string, state: IndexStateV2) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      const orders = [...state.orders.values()]
+      if (orders.length > 0) {
+        yield* sql`
+          insert into escrow_v2_orders ${sql.insert(
+            orders.map((o) => ({
+              venue,
+              owner: o.owner,
+              order_id: o.orderId,
+              order_key: o.orderKey,
+              operator: o.operator,
+              quote_signer: o.quoteSigner,
+              available: s(o.available),
+              locked: s(o.locked),
+              close_requested: o.closeRequested,
+              close_dex: o.closeDex,
+              close_to_margin: o.closeToMargin,
+              created_block: s(o.createdBlock),
+              block_number: s(o.blockNumber),
+              block_hash: o.blockHash,
+            })),
+          )}
+          on conflict (venue, order_key) do update set owner = excluded.owner, order_id = excluded.order_id,
+            operator = excluded.operator, quote_signer = excluded.quote_signer, available = excluded.available,
+            locked = excluded.locked, close_requested = excluded.close_requested, close_dex = excluded.close_dex,
+            close_to_margin = excluded.close_to_margin, block_number = excluded.block_number,
+            block_hash = excluded.block_hash`
+      }
+      const balances = [...state.balances.values()]
+      if (balances.length > 0) {
+        yield* sql`
+          insert into escrow_v2_balances ${sql.insert(
+            balances.map((b) => ({
+              venue,
+              owner: b.owner,
+              balance: s(b.balance),
+              block_number: s(b.blockNumber),
+              block_hash: b.blockHash,
+            })),
+          )}
+          on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
+            block_hash = excluded.block_hash`
+      }
+      const locks = [...state.locks.values()]
+      if (locks.length > 0) {
+        yield* sql`
+          insert into escrow_v2_locks ${sql.insert(
+            locks.map((l) => ({
+              venue,
+              fill_digest: l.fillDigest,
+              state: l.state,
+              order_key: l.orderKey,
+              owner: l.owner,
+              order_id: l.orderId,
+              sequence: s(l.sequence),
+              payer: l.payer,
+              recipient: l.recipient,
+              amount_in: s(l.amountIn),
+              amount_out: s(l.amountOut),
+              dex: l.dex,
+              to_margin: l.toMargin,
+              hashlock: l.hashlock,
+              hashlock_index: l.hashlockIndex,
+              expiry: s(l.expiry),
+              taker_expiry: s(l.takerExpiry),
+              pay_key: l.payKey,
+              pay_by: s(l.payBy),
+              quote_set_digest: l.quoteSetDigest,
+              quote_index: sOrNull(l.quoteIndex),
+              refused: l.refused,
+              to_owner: l.toOwner,
+              secret: l.secret,
+              fill: l.fill === null ? null : JSON.stringify(l.fill),
+              created_block: s(l.createdBlock),
+              tx_hash: l.txHash,
+              block_number: s(l.blockNumber),
+              block_hash: l.blockHash,
+            })),
+          )}
+          on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
+            refused = excluded.refused, to_owner = excluded.to_owner, secret = excluded.secret,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+      const payments = [...state.payments.values()]
+      if (payments.length > 0) {
+        yield* sql`
+          insert into escrow_v2_payments ${sql.insert(
+            payments.map((p) => ({
+              venue,
+              fill_digest: p.fillDigest,
+              state: p.state,
+              payer: p.payer,
+              payee: p.payee,
+              amount_in: s(p.amountIn),
+              hashlock: p.hashlock,
+              expiry: s(p.expiry),
+              pay_key: p.payKey,
+              pay_by: s(p.payBy),
+              pay_take_digest: p.payTakeDigest,
+              secret: p.secret,
+              fill: p.fill === null ? null : JSON.stringify(p.fill),
+              created_block: s(p.createdBlock),
+              tx_hash: p.txHash,
+              block_number: s(p.blockNumber),
+              block_hash: p.blockHash,
+            })),
+          )}
+          on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
+            amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+    }),
+  )
