@@ -34,45 +34,19 @@ export class FaultPoint extends Context.Tag("FaultPoint")<
 
   /** Kills this process at the `hit`-th time `point` is reached. */
   static readonly armed = (point: string, hit: number) =>
-    Layer.effect(
-      FaultPoint,
-      Effect.gen(function* () {
-        const count = yield* Ref.make(0)
-        return {
-          hit: (name: FaultPointName) =>
-            name !== point
-              ? Effect.void
-              : Ref.updateAndGet(count, (n) => n + 1).pipe(
-                  Effect.flatMap((n) =>
-                    n === hit
-                      ? Effect.sync(() => {
-                          process.stderr.write(`fault point ${name} hit ${n}: SIGKILL\n`)
-                          process.kill(process.pid, "SIGKILL")
-                        }).pipe(Effect.zipRight(Effect.never))
-                      : Effect.void,
-                  ),
-                ),
-        }
-      }),
+    countingAt(point, (n, name) =>
+      n === hit
+        ? Effect.sync(() => {
+            process.stderr.write(`fault point ${name} hit ${n}: SIGKILL\n`)
+            process.kill(process.pid, "SIGKILL")
+          }).pipe(Effect.zipRight(Effect.never))
+        : Effect.void,
     )
 
   /** Dies (a defect, as a bug would) the first `times` times `point` is reached; passes after. */
   static readonly defective = (point: string, times: number) =>
-    Layer.effect(
-      FaultPoint,
-      Effect.gen(function* () {
-        const count = yield* Ref.make(0)
-        return {
-          hit: (name: FaultPointName) =>
-            name !== point
-              ? Effect.void
-              : Ref.updateAndGet(count, (n) => n + 1).pipe(
-                  Effect.flatMap((n) =>
-                    n <= times ? Effect.die(new Error(`injected defect ${n} of ${times} at ${name}`)) : Effect.void,
-                  ),
-                ),
-        }
-      }),
+    countingAt(point, (n, name) =>
+      n <= times ? Effect.die(new Error(`injected defect ${n} of ${times} at ${name}`)) : Effect.void,
     )
 
   /** Armed from the environment when SETTLEMENT_CRASH_POINT or SETTLEMENT_DEFECT_POINT is set, otherwise a no-op. */
@@ -87,3 +61,18 @@ export class FaultPoint extends Context.Tag("FaultPoint")<
     }).pipe(Effect.orDie),
   )
 }
+
+/** A FaultPoint that counts the times `point` is reached and runs `onHit` with the count (from 1). */
+const countingAt = (point: string, onHit: (n: number, name: FaultPointName) => Effect.Effect<void>) =>
+  Layer.effect(
+    FaultPoint,
+    Effect.map(Ref.make(0), (count) => ({
+      hit: (name: FaultPointName) =>
+        name !== point
+          ? Effect.void
+          : Effect.flatMap(
+              Ref.updateAndGet(count, (n) => n + 1),
+              (n) => onHit(n, name),
+            ),
+    })),
+  )
