@@ -252,7 +252,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("cluster supe
         expect(rows.map((r) => r.address)).toEqual([staying.address])
         // Singletons moved several times (joins, a kill, a stop): none of it counted as a failure.
         const last = yield* healthOf(staying.port)
-        expect(last.cluster.actors.filter((x) => x.restarts > 0 || x.last_failure !== null)).toEqual([])
+        const counted = last.cluster.actors.filter((x) => x.restarts > 0 || x.last_failure !== null)
+        expect(counted, JSON.stringify(counted)).toEqual([])
         expect(last.cluster.actors.reduce((n, x) => n + x.active, 0)).toBe(expected.length)
       }).pipe(Effect.scoped),
     300_000,
