@@ -6,10 +6,11 @@ import { ClusterLive } from "./Cluster.ts"
 import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
 import { LoggingLive } from "./Observability/Log.ts"
+import { OperatorLive } from "./Observability/OperatorListener.ts"
 import { DatabaseLive } from "./Store/Database.ts"
 
 /** The composition root: the only module that imports actors/. */
-export const MainLive = Layer.mergeAll(HttpLive, ActorsLive).pipe(
+export const MainLive = Layer.mergeAll(HttpLive, ActorsLive, OperatorLive).pipe(
   Layer.provide(ClusterLive),
   Layer.provide(ChainLive),
   Layer.provideMerge(DatabaseLive),

@@ -110,10 +110,14 @@ export const withdrawalTransitions = Metric.counter("withdrawal_transitions_tota
 // ------------------------------------------------------------------------------------------ stream, journal, limits
 
 export const streamConnections = Metric.gauge("stream_connections", {
-  description: "Open /v1/stream WebSocket connections on this runner",
+  description: "Open /v1/stream WebSocket connections on this runner, by kind (signed: with a token; anonymous)",
 })
-export const streamBacklog = Metric.gauge("stream_send_backlog_bytes", {
-  description: "Bytes queued to be sent on this runner's stream sockets (sum of bufferedAmount)",
+export const streamBacklog = Metric.gauge("stream_send_backlog_peak_bytes", {
+  description: "Largest send backlog (bytes queued in one socket after a page write) on this runner since it started",
+})
+export const streamRefused = Metric.counter("stream_refused_total", {
+  description: "Stream connections refused with too_many_connections on this runner",
+  incremental: true,
 })
 export const journalUnpublished = Metric.gauge("journal_unpublished_rows", {
   description: "Journal rows committed without a cursor yet",

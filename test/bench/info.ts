@@ -4,9 +4,13 @@
  * (src/Http/FastPath.ts); the same route through the full framework pipeline is measured too.
  * Prints all three and the throughput ratio (target >= 0.6).
  */
+import { openSync, writeSync } from "node:fs"
 import { createServer, request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { HttpServer } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, LogLevel } from "effect"
+import { loggingLayer } from "../../src/Observability/Log.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
@@ -57,11 +61,24 @@ const program = Effect.gen(function* () {
   console.log(`throughput ratio service/baseline: ${(service.rps / base.rps).toFixed(2)} (target >= 0.6)`)
   console.log(`p50 latency ratio service/baseline: ${(service.p50ms / base.p50ms).toFixed(2)}`)
   console.log(`framework-path ratio (no fast path): ${(framework.rps / base.rps).toFixed(2)}`)
+  console.log(`access log: ${logFile}`)
 })
+
+// As in production: the JSON log at info (an access line per request) and the metrics (always on). The lines go
+// to a file (BENCH_LOG_FILE, default in the temp dir), written synchronously as stdout is.
+const logFile = process.env.BENCH_LOG_FILE ?? join(tmpdir(), `bench-info-${process.pid}.log`)
+const logFd = openSync(logFile, "w")
+const logging = loggingLayer({ format: "json", level: LogLevel.Info, sink: (line) => writeSync(logFd, `${line}\n`) })
 
 Effect.runPromise(
   program.pipe(
-    Effect.provide(TestHttpLive.pipe(Layer.provideMerge(TestDatabaseLive), Layer.provideMerge(testAppConfig()))),
+    Effect.provide(
+      TestHttpLive.pipe(
+        Layer.provideMerge(TestDatabaseLive),
+        Layer.provideMerge(testAppConfig()),
+        Layer.provideMerge(logging),
+      ),
+    ),
     Effect.scoped,
   ),
 ).then(

@@ -11,12 +11,21 @@ import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { loggingLayer } from "../../src/Observability/Log.ts"
+import { OperatorListener, operatorLayer } from "../../src/Observability/OperatorListener.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { pollUntil } from "../support/Poll.ts"
+import {
+  histogramCount,
+  type PromFamily,
+  parsePrometheus,
+  sampleOf,
+  sampleValuesAreNumbers,
+  seriesValue,
+} from "../support/PrometheusText.ts"
 import { bearer, post } from "../support/SignIn.ts"
 import { makerOrder, signedTake } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -90,7 +99,7 @@ const Live = Layer.unwrapScoped(
     })
     // The log is installed first, so the server's and the actors' fibers inherit it.
     return Layer.scoped(Env, actors).pipe(
-      Layer.provideMerge(base),
+      Layer.provideMerge(Layer.merge(base, operatorLayer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(base)))),
       Layer.provideMerge(loggingLayer({ format: "json", level: LogLevel.All, sink: (l) => lines.push(l) })),
     )
   }),
@@ -106,6 +115,16 @@ const signInKeeping = (base: string, who: ReturnType<typeof account>) =>
     expect(verified.status).toBe(200)
     return { token: (verified.json as { token: string }).token, signature }
   })
+
+/** GET /metrics on the operator listener, parsed (the parser throws on anything malformed). */
+const scrape = Effect.gen(function* () {
+  const { url } = yield* OperatorListener
+  const res = yield* rawRequest(`${url}/metrics`)
+  expect(res.status).toBe(200)
+  expect(res.headers["content-type"]).toMatch(/^text\/plain/)
+  if (process.env.OBS_METRICS_OUT) writeFileSync(`${process.env.OBS_METRICS_OUT}.${Date.now()}`, res.text)
+  return { families: parsePrometheus(res.text), text: res.text }
+})
 
 const parsed = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>)
 
@@ -134,6 +153,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("operators' l
       secrets.push(bogus)
       expect((yield* rawRequest(`${base}/v1/me`, { headers: bearer(bogus) })).status).toBe(401)
 
+      const beforeScrape = yield* scrape
+      const before = beforeScrape.families
       // A take over a funded maker order, settled by the actors.
       const makerSignerKey = generatePrivateKey()
       const makerSigner = privateKeyToAccount(makerSignerKey)
@@ -209,6 +230,82 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("operators' l
         expect(r.venue).toBeTypeOf("string")
       }
       expect(log).not.toContain("[object Object]")
+
+      // Metrics moved with the flow: relayer submits and finals, fill transitions and step latency.
+      const afterScrape = yield* scrape
+      const after = afterScrape.families
+      const moved = (family: string, labels: Record<string, string>) =>
+        seriesValue(after, family, labels) - seriesValue(before, family, labels)
+      expect(moved("relayer_submitted_total", { venue: M })).toBeGreaterThanOrEqual(2) // lock, claim
+      expect(moved("relayer_submitted_total", { venue: T })).toBeGreaterThanOrEqual(2) // pay, claimPayment
+      expect(moved("relayer_final_total", { venue: M })).toBeGreaterThanOrEqual(1)
+      expect(moved("settlement_fill_transitions_total", { state: "settled" })).toBe(1)
+      expect(
+        histogramCount(afterScrape.text, "settlement_fill_step_seconds", { state: "settled" }) -
+          histogramCount(beforeScrape.text, "settlement_fill_step_seconds", { state: "settled" }),
+      ).toBe(1)
+      expect(seriesValue(after, "relayer_gas_balance_wei", { venue: M })).toBeGreaterThan(0)
+      expect(sampleOf(after, "watcher_head_lag_blocks", { venue: T })).toBeDefined()
+      expect(sampleOf(after, "relayer_pending", { venue: M, status: "queued" })?.value).toBe("0")
+      expect(sampleOf(after, "settlement_fills", { state: "locking" })?.value).toBe("0")
     }),
+  )
+
+  it.effect(
+    "GET /metrics: Prometheus text a real parser reads, request counters that move, only on the operator port",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const first = yield* scrape
+        // Every family typed and documented; the families an operator alerts on are there.
+        for (const f of first.families.values()) {
+          expect(["COUNTER", "GAUGE", "HISTOGRAM", "SUMMARY", "UNTYPED"]).toContain(f.type)
+        }
+        const types = (name: string) => (first.families.get(name) as PromFamily | undefined)?.type
+        expect(types("http_requests_total")).toBe("COUNTER")
+        expect(types("http_request_duration_seconds")).toBe("HISTOGRAM")
+        for (const name of [
+          "relayer_pending",
+          "relayer_gas_balance_wei",
+          "watcher_head_lag_blocks",
+          "watcher_finalized_lag_blocks",
+          "watcher_ready",
+          "settlement_fills",
+          "closes",
+          "withdrawals",
+          "journal_unpublished_rows",
+          "journal_oldest_unpublished_seconds",
+          "stream_connections",
+        ]) {
+          expect(types(name), name).toBe("GAUGE")
+        }
+
+        const info = { method: "GET", route: "/v1/info", status: "200" }
+        const me = { method: "GET", route: "/v1/me", status: "401" }
+        const n0 = seriesValue(first.families, "http_requests_total", info)
+        const m0 = seriesValue(first.families, "http_requests_total", me)
+        expect(sampleValuesAreNumbers(first.text)).toBe(true)
+        const h0 = histogramCount(first.text, "http_request_duration_seconds", { method: "GET", route: "/v1/me" })
+        for (let i = 0; i < 3; i++) expect((yield* rawRequest(`${base}/v1/info`)).status).toBe(200)
+        for (let i = 0; i < 2; i++)
+          expect((yield* rawRequest(`${base}/v1/me`, { headers: bearer(`st_${"y".repeat(43)}`) })).status).toBe(401)
+        const secondScrape = yield* scrape
+        const second = secondScrape.families
+        expect(seriesValue(second, "http_requests_total", info) - n0).toBe(3)
+        expect(seriesValue(second, "http_requests_total", me) - m0).toBe(2)
+        expect(
+          histogramCount(secondScrape.text, "http_request_duration_seconds", { method: "GET", route: "/v1/me" }) - h0,
+        ).toBe(2)
+        expect(secondScrape.text).toMatch(/^http_request_duration_seconds_bucket\{.*le="\+Inf".*\} \d+$/m)
+        // Route templates only: no raw id ever becomes a label.
+        for (const m of second.get("http_requests_total")?.metrics ?? []) {
+          expect(m.labels?.route ?? "").not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}|0x[0-9a-f]{16}/)
+        }
+
+        // The public API does not serve /metrics; the operator listener serves nothing else.
+        expect((yield* rawRequest(`${base}/metrics`)).status).toBe(404)
+        const { url } = yield* OperatorListener
+        expect((yield* rawRequest(`${url}/v1/info`)).status).toBe(404)
+      }),
   )
 })

@@ -1,0 +1,103 @@
+import { createServer, type Server } from "node:http"
+import * as OtelMetrics from "@effect/opentelemetry/Metrics"
+import * as OtelResource from "@effect/opentelemetry/Resource"
+import type { SqlClient } from "@effect/sql"
+import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
+import { Config, Console, Context, Effect, Layer, Option, Runtime } from "effect"
+import { type AppConfig, ConfigInvalid } from "../Config.ts"
+import { collectGauges } from "./Collect.ts"
+
+/**
+ * The operator listener (DESIGN §8): operators' pages live on their own port, never on the public API.
+ * `GET /metrics` answers Prometheus text (version 0.0.4): Effect's metrics (src/Observability/Metrics.ts),
+ * read through @effect/opentelemetry's metric producer by OpenTelemetry's Prometheus exporter, whose own
+ * HTTP server is not started (`preventServerStart`): its request handler answers on this listener, after
+ * the gauges of persisted state were read (src/Observability/Collect.ts).
+ *
+ * OPERATOR_HOST defaults to loopback; OPERATOR_PORT to a free port (as RUNNER_PORT does), announced in the
+ * start-up output. Set OPERATOR_PORT for a Prometheus scrape target (e.g. 9464).
+ */
+
+export interface OperatorOptions {
+  readonly host: string
+  /** 0: a free port. */
+  readonly port: number
+}
+
+const listen = (server: Server, options: OperatorOptions) =>
+  Effect.async<number, ConfigInvalid>((resume) => {
+    const onError = (e: NodeJS.ErrnoException) =>
+      resume(
+        Effect.fail(
+          new ConfigInvalid({
+            message:
+              e.code === "EADDRINUSE"
+                ? `OPERATOR_PORT ${options.port} is already in use on ${options.host}: set OPERATOR_PORT to a free port (0 picks one)`
+                : `OPERATOR_HOST/OPERATOR_PORT ${options.host}:${options.port}: cannot listen (${e.code ?? e.message}); set them to a local address and a free port`,
+          }),
+        ),
+      )
+    server.once("error", onError)
+    server.listen(options.port, options.host, () => {
+      server.off("error", onError)
+      const address = server.address()
+      resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : options.port))
+    })
+  })
+
+/** Where the operator listener listens (its port when OPERATOR_PORT picked a free one). */
+export class OperatorListener extends Context.Tag("OperatorListener")<
+  OperatorListener,
+  { readonly host: string; readonly port: number; readonly url: string }
+>() {}
+
+/** The listener on `options`; announces its address. */
+export const operatorLayer = (
+  options: OperatorOptions,
+): Layer.Layer<OperatorListener, ConfigInvalid, AppConfig | SqlClient.SqlClient> =>
+  Layer.scoped(
+    OperatorListener,
+    Effect.gen(function* () {
+      const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true })
+      yield* OtelMetrics.registerProducer(
+        yield* OtelMetrics.makeProducer.pipe(Effect.provide(OtelResource.layer({ serviceName: "settlement-service" }))),
+        () => exporter,
+      )
+      const runtime = yield* Effect.runtime<AppConfig | SqlClient.SqlClient>()
+      const collect = Runtime.runPromise(runtime)
+      const server = createServer((req, res) => {
+        const path = (req.url ?? "").split("?")[0]
+        if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+          collect(collectGauges).then(
+            () => exporter.getMetricsRequestHandler(req, res),
+            () => exporter.getMetricsRequestHandler(req, res),
+          )
+          return
+        }
+        res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found: GET /metrics\n")
+      })
+      server.keepAliveTimeout = 65_000
+      const port = yield* Effect.acquireRelease(listen(server, options), () =>
+        Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        }),
+      )
+      const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`
+      yield* Console.log(`operator listener at ${url} (GET /metrics, Prometheus text)`)
+      return { host: options.host, port, url }
+    }),
+  )
+
+/** OPERATOR_HOST (default 127.0.0.1) and OPERATOR_PORT (default: a free port). */
+export const OperatorLive = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const host = yield* Config.string("OPERATOR_HOST").pipe(Config.withDefault("127.0.0.1"))
+    const port = yield* Config.option(
+      Config.integer("OPERATOR_PORT").pipe(
+        Config.validate({ message: "a port number 0-65535 (0: a free one)", validation: (n) => n >= 0 && n <= 65535 }),
+      ),
+    )
+    return operatorLayer({ host, port: Option.getOrElse(port, () => 0) })
+  }),
+)
