@@ -250,10 +250,18 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("cluster supe
         yield* Effect.promise(() => leaving.service.exited)
         const rows = yield* statusRows
         expect(rows.map((r) => r.address)).toEqual([staying.address])
-        // Singletons moved several times (joins, a kill, a stop): none of it counted as a failure.
+        // Singletons moved several times (joins, a kill, a stop): none of it counted as a failure. The
+        // staying runner may be A, which keeps the three injected restarts from the start (placement
+        // decides): its records must be exactly what they were before the moves.
+        const [stayingRow] = rows
+        const countedBefore = settled.find((r) => r.address === staying.address)?.actors ?? []
+        const failuresOf = (actors: StatusRow["actors"]) =>
+          actors
+            .filter((x) => x.restarts > 0 || x.last_failure !== null)
+            .map((x) => ({ name: x.name, restarts: x.restarts, last_failure: x.last_failure }))
+        const counted = failuresOf(stayingRow!.actors)
+        expect(counted, `${staying.name}: ${JSON.stringify(counted)}`).toEqual(failuresOf(countedBefore))
         const last = yield* healthOf(staying.port)
-        const counted = last.cluster.actors.filter((x) => x.restarts > 0 || x.last_failure !== null)
-        expect(counted, JSON.stringify(counted)).toEqual([])
         expect(last.cluster.actors.reduce((n, x) => n + x.active, 0)).toBe(expected.length)
       }).pipe(Effect.scoped),
     300_000,
