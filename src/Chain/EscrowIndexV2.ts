@@ -1,6 +1,6 @@
 import { type Address, decodeEventLog, type Hex, keccak256, type Log, toEventSelector, zeroHash } from "viem"
 import type { EventMeta, Stamp } from "./EscrowIndex.ts"
-import { escrowV2EventsAbi } from "./EscrowV2Abi.ts"
+import { escrowV2Events, escrowV2EventsAbi } from "./EscrowV2Abi.ts"
 
 /**
  * SettlementEscrowV2 logs → indexed state, as a pure fold (the v2 twin of EscrowIndex.ts). Orders are keyed by
@@ -9,7 +9,7 @@ import { escrowV2EventsAbi } from "./EscrowV2Abi.ts"
  * decode is skipped). Amounts are bigints, addresses and hashes lowercase.
  */
 
-const events = escrowV2EventsAbi.filter((x) => x.type === "event")
+const events = escrowV2Events
 
 /** topic0 of every v2 event: the `topics` filter of the v2 eth_getLogs. */
 export const escrowV2Topics: ReadonlyArray<Hex> = events.map((e) => toEventSelector(e))

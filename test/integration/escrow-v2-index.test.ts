@@ -15,7 +15,7 @@ import {
 import type { PrivateKeyAccount } from "viem/accounts"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
+import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { decodeV2Logs } from "../../src/Chain/EscrowIndexV2.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
@@ -38,7 +38,6 @@ import { CursorMoved, chainStatus } from "../../src/Store/ChainIndex.ts"
 import { ingestV2Page, v2Cursor } from "../../src/Store/EscrowIndexV2.ts"
 import { account, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { loadEscrowV2Artifact } from "../support/EscrowV2Artifact.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 /**
@@ -140,7 +139,7 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
       Effect.gen(function* () {
         const { m, t } = yield* TwoChains
         expect(m.escrowV2, "the devnet deploys SettlementEscrowV2").toBeDefined()
-        abi = (yield* Effect.promise(() => loadEscrowV2Artifact())).abi
+        abi = settlementEscrowV2Abi
         const orderId = keccak256(toHex("v2-order-1"))
         const closedId = keccak256(toHex("v2-order-2"))
         const amount = 50_000_000n

@@ -17,9 +17,13 @@ import {
 } from "viem"
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS, type AnvilInstance, startAnvil } from "../../infra/devnet/Anvil.ts"
-import { mockUSDCAbi, mockUSDCBytecode } from "../../src/Chain/artifacts/index.ts"
+import {
+  settlementEscrowV2Abi as abi,
+  settlementEscrowV2Bytecode as bytecode,
+  mockUSDCAbi,
+  mockUSDCBytecode,
+} from "../../src/Chain/artifacts/index.ts"
 import { type FundOrder, fundOrderV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { loadEscrowV2Artifact } from "./EscrowV2Artifact.ts"
 
 /**
  * An anvil chain with MockUSDC and a SettlementEscrowV2 (no router) for settlement-v2 tests. Automine: one block per
@@ -62,7 +66,6 @@ export const V2_TIMING = {
 export const NO_PERMIT = { value: 0n, deadline: 0n, v: 0, r: zeroHash, s: zeroHash } as const
 
 export const startV2Chain = async (chainId: number, options: { readonly slotsInAnEpoch?: number } = {}) => {
-  const { abi, bytecode } = await loadEscrowV2Artifact()
   const anvil = await startAnvil({ chainId, ...options })
   const chain = defineChain({
     id: chainId,

@@ -2,7 +2,7 @@
  * The settlement-v2 client building blocks against two real anvil chains running SettlementEscrowV2 (maker chain
  * 999, taker chain 42161; `finalized` lags `latest` by 2 blocks): the taker's checks, its finalized lock check and
  * pay key, the maker's reveal decision from its own finalized reads, the pay key's cancel policy, and an
- * operator-as-taker payment with no lock. Needs the SettlementEscrowV2 artifact (test/support/EscrowV2Artifact.ts).
+ * operator-as-taker payment with no lock. Deploys the generated SettlementEscrowV2 artifact.
  */
 import { type Address, getAddress, type Hex, keccak256, parseSignature, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"

@@ -1,9 +1,6 @@
 /**
  * Settlement v2 typed data and hashlocks: the TypeScript side (src/Domain/EscrowTypedDataV2.ts, Hashlocks.ts,
  * src/Client/EscrowReadsV2.ts) against the contract's own views and its `lock`, on anvil.
- *
- * Needs the SettlementEscrowV2 artifact (test/support/EscrowV2Artifact.ts): it fails until the contracts-v2 branch
- * is merged, or until ESCROW_V2_ARTIFACT names a generated copy.
  */
 import fc from "fast-check"
 import { type Address, bytesToHex, domainSeparator, getAddress, type Hex, hashTypedData, keccak256 } from "viem"
