@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
@@ -164,8 +164,8 @@ const fillChanged = (
   error: string,
   call: { readonly call: SettlementCall; readonly key: string } | null = null,
 ) =>
-  Effect.suspend(() => {
-    const age = (Date.now() - pgTextMs(f.created_key)) / 1000
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const age = (now - pgTextMs(f.created_key)) / 1000
     bump(fillTransitions, [["state", state]])
     if (Number.isFinite(age)) fillStepSeconds.unsafeUpdate(Math.max(0, age), labels(["state", state]))
     const line =
