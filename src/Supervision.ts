@@ -1,6 +1,7 @@
 import { Singleton } from "@effect/cluster"
 import { Cause, Clock, Context, Data, Effect, HashSet, Layer, Queue, Ref, Schedule, type Scope } from "effect"
 import { describeCause } from "./Chain/Failure.ts"
+import { scrubUrls } from "./Observability/Log.ts"
 
 /**
  * Supervision of this runner's singletons (DESIGN §4 "Decisions for the actors").
@@ -71,9 +72,6 @@ export class Supervision extends Context.Tag("Supervision")<
  */
 export const publicFailureMessage = (cause: Cause.Cause<unknown>): string =>
   scrubUrls(describeCause(cause)).slice(0, 300)
-
-export const scrubUrls = (text: string): string =>
-  text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/@'"]*@)?([^\s/?#'"]+)[^\s'"]*/gi, "$1$2")
 
 /** The body ended without failing; a singleton loop never should, so it is restarted like a failure. */
 class BodyReturned extends Data.TaggedError("BodyReturned")<{ readonly message: string }> {}

@@ -41,6 +41,9 @@ const BEARER_HEADER = /\b(Bearer)\s+[^\s"',;]+/gi
 const LONG_HEX = /0x[0-9a-fA-F]{130,}/g
 const URL_PARTS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/@'"]*@)?([^\s/?#'"]+)[^\s'"]*/gi
 
+/** URLs lose their credentials, path and query (RPC endpoints carry API keys there); scheme and host stay. */
+export const scrubUrls = (text: string): string => text.replace(URL_PARTS, "$1$2")
+
 export const isSecretKey = (key: string): boolean => SECRET_KEY.test(key)
 
 /** Masks secret-shaped values inside a text; cheap when none can be there. */
@@ -51,7 +54,7 @@ export const maskText = (s: string): string => {
   if (out.length >= 132 && out.includes("0x"))
     out = out.replace(LONG_HEX, (m) => `${m.slice(0, 10)}…[${(m.length - 2) / 2} bytes]`)
   if (out.includes("earer")) out = out.replace(BEARER_HEADER, `$1 ${REDACTED}`)
-  if (out.includes("://")) out = out.replace(URL_PARTS, "$1$2")
+  if (out.includes("://")) out = scrubUrls(out)
   return out
 }
 

@@ -2,7 +2,8 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Ref, TestClock } from "effect"
-import { type ActorRecord, Supervision, scrubUrls, supervised } from "../../src/Supervision.ts"
+import { scrubUrls } from "../../src/Observability/Log.ts"
+import { type ActorRecord, Supervision, supervised } from "../../src/Supervision.ts"
 
 const root = new URL("../..", import.meta.url).pathname
 const files = (dir: string): string[] =>
