@@ -215,6 +215,12 @@ export class SettlementTimings extends Schema.Class<SettlementTimings>("Settleme
   max_lock_seconds: Schema.optionalWith(PositiveInt, { default: () => 7200 }),
   max_quote_life_seconds: Schema.optionalWith(PositiveInt, { default: () => 300 }),
   taker_timeout_min_seconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
+  /**
+   * The escrow new orders are funded on (orders.escrow_version, migration 0019): 2 = the venue's `escrow_v2`
+   * (settlement v2, where the maker holds each fill's secret), 1 = its v1 `escrow`. A venue without `escrow_v2`
+   * funds on v1 whatever this says. v1 orders only drain once this is 2.
+   */
+  escrow_version: Schema.optionalWith(Schema.Literal(1, 2), { default: () => 1 as const }),
 }) {}
 
 export class AccessConfig extends Schema.Class<AccessConfig>("AccessConfig")({
