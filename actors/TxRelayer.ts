@@ -16,6 +16,7 @@ import {
 } from "../src/Chain/RelayerPolicy.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
+import { parentOf } from "../src/Observability/Tracing.ts"
 import {
   type AttemptRow,
   addAttempt,
@@ -172,17 +173,48 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         ),
       )
 
+    const send = (raw: Hex) =>
+      rpc("eth_sendRawTransaction", () => client.request({ method: "eth_sendRawTransaction", params: [raw] })).pipe(
+        Effect.tapError((e) => Effect.logDebug("broadcast answered an error (outcome decided by query)", e.message)),
+        Effect.ignore,
+      )
+
     /** Sends stored bytes; the answer is not trusted either way (the next pass queries the outcome). */
     const broadcast = (raws: ReadonlyArray<Hex>) =>
+      Effect.forEach(raws, send, { concurrency: "unbounded", discard: true })
+
+    /**
+     * The first broadcast of newly signed requests. A request stored with its submitter's traceparent (traces
+     * exported: src/Observability/Tracing.ts) is sent inside a `relayer.sent` span of that trace.
+     */
+    const broadcastNew = (
+      persisted: ReadonlyArray<{
+        readonly request: RequestRow
+        readonly nonce: bigint
+        readonly attempt: SignedAttempt
+      }>,
+    ) =>
       Effect.forEach(
-        raws,
-        (raw) =>
-          rpc("eth_sendRawTransaction", () => client.request({ method: "eth_sendRawTransaction", params: [raw] })).pipe(
-            Effect.tapError((e) =>
-              Effect.logDebug("broadcast answered an error (outcome decided by query)", e.message),
-            ),
-            Effect.ignore,
-          ),
+        persisted,
+        ({ request, nonce, attempt }) => {
+          const parent = parentOf(request.traceParent)
+          return parent === undefined
+            ? send(attempt.rawTx)
+            : send(attempt.rawTx).pipe(
+                Effect.withSpan("relayer.sent", {
+                  parent,
+                  kind: "client",
+                  captureStackTrace: false,
+                  attributes: {
+                    venue: venue.id,
+                    tx_key: request.idempotencyKey,
+                    call: request.functionName,
+                    nonce: nonce.toString(),
+                    tx_hash: attempt.txHash,
+                  },
+                }),
+              )
+        },
         { concurrency: "unbounded", discard: true },
       )
 
@@ -257,7 +289,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             sign(r, nonce, gasLimit, fees).pipe(Effect.tap(() => fault.hit("relayer.after-sign-before-persist"))),
         )
         yield* fault.hit("relayer.after-persist-before-broadcast")
-        yield* broadcast(persisted.map((p) => p.attempt.rawTx))
+        yield* broadcastNew(persisted)
         yield* fault.hit("relayer.after-broadcast-before-record")
         yield* recordBroadcasts(
           persisted.map((p) => p.attempt.txHash),

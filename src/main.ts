@@ -7,6 +7,7 @@ import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
 import { LoggingLive } from "./Observability/Log.ts"
 import { OperatorLive } from "./Observability/OperatorListener.ts"
+import { TracingLive } from "./Observability/Tracing.ts"
 import { DatabaseLive } from "./Store/Database.ts"
 
 /** The composition root: the only module that imports actors/. */
@@ -23,7 +24,8 @@ const refuseToStart = (line: string) => Console.error(line).pipe(Effect.zipRight
 
 Layer.launch(MainLive).pipe(
   // LOG_FORMAT / LOG_LEVEL: one JSON object per line unless on a terminal (src/Observability/Log.ts).
-  Effect.provide(LoggingLive),
+  // OTEL_EXPORTER_OTLP_ENDPOINT: spans exported over OTLP (src/Observability/Tracing.ts); unset, none.
+  Effect.provide(Layer.merge(LoggingLive, TracingLive)),
   Effect.catchTag("ConfigInvalid", (e) => refuseToStart(e.message)),
   // An environment variable Effect's Config could not read (PORT=abc): its own text names the variable.
   Effect.catchIf(ConfigError.isConfigError, (e) =>

@@ -4,6 +4,7 @@ import { Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Sche
 import type { DurationInput } from "effect/Duration"
 import type { Address, Hex } from "viem"
 import { AppConfig } from "../Config.ts"
+import { currentTraceParent, Tracing } from "../Observability/Tracing.ts"
 import {
   attemptsOf,
   insertRequest,
@@ -135,6 +136,9 @@ export class Relayer extends Context.Tag("Relayer")<
         Effect.forkScoped,
       )
       const withSql = Effect.provideService(SqlClient.SqlClient, sql)
+      // Exported traces continue in the TxRelayer from the submitter's span (stored on the row).
+      const tracing = (yield* Effect.serviceOption(Tracing)).pipe(Option.exists((t) => t.enabled))
+      const traceParent = tracing ? currentTraceParent : Effect.succeed(null)
 
       const load = (key: string) =>
         Effect.gen(function* () {
@@ -151,6 +155,7 @@ export class Relayer extends Context.Tag("Relayer")<
 
       const submit = (request: RelayRequest) =>
         Effect.gen(function* () {
+          if (tracing) yield* Effect.annotateCurrentSpan({ venue: request.venue, tx_key: request.idempotencyKey })
           const venue = deployment.venues.find((v) => v.id === request.venue)
           if (venue === undefined) return yield* new RelayerRejected({ reason: `unknown venue ${request.venue}` })
           if (!KEY.test(request.idempotencyKey)) {
@@ -176,6 +181,7 @@ export class Relayer extends Context.Tag("Relayer")<
             calldata: request.data,
             value,
             master: request.master?.toLowerCase() ?? null,
+            traceParent: yield* traceParent,
           }).pipe(withSql, Effect.orDie)
           if (
             !created &&
@@ -191,7 +197,7 @@ export class Relayer extends Context.Tag("Relayer")<
             row,
             attempts.map((a) => a.txHash),
           )
-        })
+        }).pipe(Effect.withSpan("relayer.submit", { kind: "producer", captureStackTrace: false }))
 
       const awaitOutcome = (
         key: string,

@@ -1,6 +1,6 @@
-import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Clock, Effect, Random } from "effect"
+import { Cause, Clock, Effect, Option, Random } from "effect"
 import type { ObserveRequest } from "../Observability/HttpObserver.ts"
 import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
 import { stampUpgradeAnswer } from "./UpgradeHeaders.ts"
@@ -10,6 +10,11 @@ export interface GlobalMiddlewareOptions {
   readonly exposedHeaders: ReadonlyArray<string>
   /** Metrics and the access line of every request (src/Observability/HttpObserver.ts). */
   readonly observe?: ObserveRequest
+  /**
+   * Set when traces are exported (src/Observability/Tracing.ts): the route template of a URL, which names
+   * the request's server span. Unset, no span is made (the platform's own HTTP span stays disabled).
+   */
+  readonly traceRoute?: (url: string) => string
 }
 
 const randomUuid = Effect.map(Effect.all([Random.nextInt, Random.nextInt, Random.nextInt, Random.nextInt]), (words) => {
@@ -26,6 +31,33 @@ const appendStandardHeaders = (id: string) =>
   )
 
 /**
+ * The request's server span, `<METHOD> <route template>`, parented on an incoming `traceparent`; every span
+ * the request causes (handlers, SQL, relayer submits) carries `request_id` too. Attributes never hold the
+ * path with its ids, a query, a header or a body (the platform's HTTP span would write the full URL).
+ */
+const traced = <E, R>(
+  served: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  request: HttpServerRequest.HttpServerRequest,
+  traceRoute: (url: string) => string,
+  id: string,
+) => {
+  const route = traceRoute(request.url)
+  return Effect.useSpan(
+    `${request.method} ${route}`,
+    {
+      kind: "server",
+      parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(request.headers)),
+      captureStackTrace: false,
+      attributes: { "http.request.method": request.method, "http.route": route, request_id: id },
+    },
+    (span) =>
+      Effect.withParentSpan(Effect.annotateSpans(served, "request_id", id), span).pipe(
+        Effect.tap((response) => span.attribute("http.response.status_code", response.status)),
+      ),
+  )
+}
+
+/**
  * The outermost layer of every request: request id and server time headers on every response
  * (preflights, errors and the stream's 101 Switching Protocols included) and CORS. It wraps the platform's own error handling, so
  * failures and the body limit are handled inside the API (ApiMiddleware), not here.
@@ -39,6 +71,7 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
     maxAge: 600,
   })
   const observe = options.observe
+  const traceRoute = options.traceRoute
   return (app: HttpApp.Default): HttpApp.Default => {
     const withCors = cors(app)
     return Effect.gen(function* () {
@@ -58,7 +91,8 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
       // Responses the app produced were already written with the pre-response handlers; this
       // covers the ones produced here without reaching it (CORS preflights).
       // The request id on every log line the request causes, forked work included (annotations are inherited).
-      const served = Effect.annotateLogs(Effect.locally(withCors, CurrentRequestId, id), "request_id", id)
+      const annotated = Effect.annotateLogs(Effect.locally(withCors, CurrentRequestId, id), "request_id", id)
+      const served = traceRoute === undefined ? annotated : traced(annotated, request, traceRoute, id)
       const response = yield* observe === undefined
         ? served
         : Effect.onExit(served, (exit) =>

@@ -6,8 +6,9 @@ import { Config, Console, Effect, Layer, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
-import { makeRequestObserver } from "../Observability/HttpObserver.ts"
+import { makeRequestObserver, routeTemplates } from "../Observability/HttpObserver.ts"
 import { LogOutput } from "../Observability/Log.ts"
+import { Tracing } from "../Observability/Tracing.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { renewLeaseWithCredential } from "../Store/QuoteIdentities.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
@@ -88,6 +89,9 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         [...options.api.routes, ...RAW_ROUTES],
         Option.getOrUndefined(yield* Effect.serviceOption(LogOutput)),
       )
+      // A server span per request only when traces are exported (src/Observability/Tracing.ts).
+      const tracing = (yield* Effect.serviceOption(Tracing)).pipe(Option.exists((t) => t.enabled))
+      const traceRoute = tracing ? routeTemplates([...options.api.routes, ...RAW_ROUTES]) : undefined
       // server_time is the only part that changes: splice it into the fixed JSON, in schema order.
       const { api_version, ...rest } = infoFixed(config)
       const template = JSON.stringify({ api_version, server_time: "\u0000", ...rest })
@@ -118,15 +122,20 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         return server
       }
       const serving = HttpApiBuilder.serve(
-        globalMiddleware({ origins: config.deployment.app_origins, exposedHeaders: EXPOSED_HEADERS, observe }),
+        globalMiddleware({
+          origins: config.deployment.app_origins,
+          exposedHeaders: EXPOSED_HEADERS,
+          observe,
+          ...(traceRoute === undefined ? {} : { traceRoute }),
+        }),
       ).pipe(
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(StreamLive),
         Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
         Layer.provide(options.api.layer),
-        // No span exporter is configured, and a span per request costs a stack capture (with
-        // source maps under tsx): most of the request's CPU time. Enable with an exporter.
+        // The platform's span per request costs a stack capture (with source maps under tsx, most of the
+        // request's CPU time) and records the full URL: the global middleware makes its own when tracing.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: options.port, host: options.host })),
       )

@@ -40,6 +40,8 @@ export interface RequestRow {
   readonly gasUsed: bigint | null
   readonly revertReason: string | null
   readonly error: string
+  /** The submitter's W3C traceparent when traces are exported (migration 0024), else null. */
+  readonly traceParent: string | null
 }
 
 export interface AttemptRow {
@@ -76,6 +78,7 @@ interface RawRequest {
   gas_used: string | null
   revert_reason: string | null
   error: string
+  trace_parent: string | null
 }
 
 interface RawAttempt {
@@ -93,7 +96,7 @@ interface RawAttempt {
 
 const REQUEST_COLS = `id::text, idempotency_key, venue, chain_id::text, signer, target, function_name, calldata,
   value::text, master, status, simulated, nonce::text, gas_limit::text, tx_hash, block_number::text, block_hash,
-  gas_used::text, revert_reason, error`
+  gas_used::text, revert_reason, error, trace_parent`
 const ATTEMPT_COLS = `tx_hash, request_id::text, attempt, nonce::text, raw_tx, max_fee_per_gas::text,
   max_priority_fee_per_gas::text, gas_limit::text, sent_block::text, broadcasts`
 
@@ -120,6 +123,7 @@ const toRequest = (r: RawRequest): RequestRow => ({
   gasUsed: big(r.gas_used),
   revertReason: r.revert_reason,
   error: r.error,
+  traceParent: r.trace_parent ?? null,
 })
 
 const toAttempt = (r: RawAttempt): AttemptRow => ({
@@ -210,6 +214,7 @@ export interface NewRequest {
   readonly calldata: Hex
   readonly value: bigint
   readonly master: string | null
+  readonly traceParent?: string | null
 }
 
 /** Inserts a request unless its key exists; returns the row and whether it was created now. */
@@ -219,10 +224,10 @@ export const insertRequest = (req: NewRequest) =>
       Effect.gen(function* () {
         const inserted = yield* sql<RawRequest>`
           insert into relayer_requests (idempotency_key, venue, chain_id, signer, target, function_name, calldata,
-            value, master, status)
+            value, master, status, trace_parent)
           values (${req.idempotencyKey}, ${req.venue}, ${req.chainId}, ${req.signer.toLowerCase()},
             ${req.target.toLowerCase()}, ${req.functionName}, ${req.calldata.toLowerCase()}, ${req.value.toString()},
-            ${req.master}, 'queued')
+            ${req.master}, 'queued', ${req.traceParent ?? null})
           on conflict (idempotency_key) do nothing
           returning ${sql.literal(REQUEST_COLS)}`
         if (inserted[0] !== undefined) {
