@@ -46,6 +46,7 @@ import {
 } from "../src/Store/Settlement.ts"
 import { expireUnsignedTakes } from "../src/Store/Takes.ts"
 import { supervisedSingleton } from "../src/Supervision.ts"
+import { sweepSettlementV2 } from "./SettlementV2.ts"
 
 /** Pass interval without a wake-up: newly signed fills are found by it (relayer outcomes and index pages wake the sweep). */
 export const SETTLEMENT_SWEEP = Duration.millis(250)
@@ -229,6 +230,7 @@ export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
 export const runSettlement = (open: OpenSecret) =>
   Effect.gen(function* () {
     const pg = yield* PgClient.PgClient
+    const { deployment } = yield* AppConfig
     const wake = yield* Queue.sliding<void>(1)
     // A settlement call's relayer outcome (included, final, failed) and a watcher page with escrow events (a step
     // final in the index) wake the sweep at once; SETTLEMENT_SWEEP is only the fallback.
@@ -244,13 +246,17 @@ export const runSettlement = (open: OpenSecret) =>
       Effect.forkScoped,
     )
     // Unsigned takes past their pay window release their reservations (state expired) on the same beat.
-    yield* Effect.zipRight(
+    const v1Pass = Effect.zipRight(
       expireUnsignedTakes().pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("expiring unsigned takes failed; retrying", cause)),
       ),
       sweepSettlement(open),
-    ).pipe(
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement pass failed; retrying", cause), 0)),
+    ).pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement pass failed; retrying", cause), 0)))
+    // v2 fills (takes.escrow_version = 2) on their own pass, same beat; v1 fills never reach it, nor it them.
+    const v2Pass = sweepSettlementV2(chainTimes(deployment.venues.map((v) => v.id))).pipe(
+      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement v2 pass failed; retrying", cause), 0)),
+    )
+    yield* Effect.zipWith(v1Pass, v2Pass, (v1, v2) => v1 + v2).pipe(
       // After a pass that acted, go again at once: the next step of those fills may already be decidable.
       Effect.flatMap((acted) =>
         acted > 0 ? Effect.void : Queue.take(wake).pipe(Effect.timeout(SETTLEMENT_SWEEP), Effect.ignore),

@@ -75,7 +75,36 @@ export interface SettlingFill {
 }
 
 /**
- * Fills the sweep drives: signed and beyond, not final; oldest first, at most `limit`, after the page key `after`
+ * The columns the state writes below read (journal, log, metrics, guards): what a v1 and a v2 fill row share
+ * (src/Store/SettlementV2.ts reuses the writes for v2 fills).
+ */
+export type FillRow = Pick<
+  SettlingFill,
+  | "id"
+  | "created_key"
+  | "take_id"
+  | "order_id"
+  | "state"
+  | "fill_key"
+  | "maker_venue"
+  | "taker_venue"
+  | "amount_in"
+  | "amount_out"
+  | "lock_key"
+  | "pay_key"
+  | "claim_key"
+  | "claim_payment_key"
+  | "cancel_key"
+  | "refund_key"
+  | "refund_payment_key"
+  | "error"
+  | "taker_master"
+  | "maker_master"
+  | "identity_id"
+>
+
+/**
+ * v1 fills the sweep drives (v2 takes' fills: src/Store/SettlementV2.ts): signed and beyond, not final; oldest first, at most `limit`, after the page key `after`
  * (the last row's created_key and id) when given.
  */
 export const settlingFills = (
@@ -101,6 +130,7 @@ export const settlingFills = (
       left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
       left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = f.fill_key
       where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+        and t.escrow_version = 1
         ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
       order by f.created_at, f.id
       limit ${limit}`,
@@ -127,7 +157,7 @@ export const outcomesOf = (keys: ReadonlyArray<string>) =>
   )
 
 /** The fill's keys by call, as the decision reads them. */
-export const keysOf = (f: SettlingFill): Record<SettlementCall, string | null> => ({
+export const keysOf = (f: FillRow): Record<SettlementCall, string | null> => ({
   lock: f.lock_key,
   pay: f.pay_key,
   claim: f.claim_key,
@@ -159,7 +189,7 @@ const pgTextMs = (text: string) => Date.parse(text.replace(" ", "T").replace(/([
  * settlement metrics (transitions by state; seconds from the fill's creation to this state).
  */
 const fillChanged = (
-  f: SettlingFill,
+  f: FillRow,
   state: FillState,
   error: string,
   call: { readonly call: SettlementCall; readonly key: string } | null = null,
@@ -187,7 +217,7 @@ const fillChanged = (
   })
 
 /** `fill.<state>` for the taker's master and for the maker order's master (with its identity_id). */
-const journalFill = (f: SettlingFill, state: Exclude<FillState, "signed">, error: string) => {
+const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: string) => {
   const payload = {
     fill_id: f.id,
     take_id: f.take_id,
@@ -212,7 +242,7 @@ const journalFill = (f: SettlingFill, state: Exclude<FillState, "signed">, error
  * Returns whether this sweep wrote it (only then does it submit).
  */
 export const recordCall = (
-  f: SettlingFill,
+  f: FillRow,
   call: SettlementCall,
   key: string,
   state: FillState | null,
@@ -246,7 +276,7 @@ export const recordCall = (
   )
 
 /** A nonfinal step reached (locked, paid, claimed), from the index. */
-export const advanceFill = (f: SettlingFill, state: "locked" | "paid" | "claimed") =>
+export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql
       .withTransaction(
@@ -268,7 +298,7 @@ export const advanceFill = (f: SettlingFill, state: "locked" | "paid" | "claimed
  * A final state. Settled: the order's filled/received advance, and a public `trade.settled` is journaled. Then
  * the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
  */
-export const finishFill = (f: SettlingFill, state: "settled" | "failed" | "cancelled" | "refunded", error: string) =>
+export const finishFill = (f: FillRow, state: "settled" | "failed" | "cancelled" | "refunded", error: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql
       .withTransaction(
