@@ -221,6 +221,15 @@ export class SettlementTimings extends Schema.Class<SettlementTimings>("Settleme
    * funds on v1 whatever this says. v1 orders only drain once this is 2.
    */
   escrow_version: Schema.optionalWith(Schema.Literal(1, 2), { default: () => 1 as const }),
+  /**
+   * Settlement v2 fades (src/Store/SettlementV2.ts, migration 0020): a maker identity is flagged not routable once its
+   * fades (payments final with reveal_cutoff left on a live lock, never claimed) exceed max_fade_rate × max(its
+   * chances, fade_min_chances); the floor keeps a new identity from being judged on one or two fills.
+   */
+  max_fade_rate: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 0.2 }),
+  fade_min_chances: Schema.optionalWith(PositiveInt, { default: () => 5 }),
+  /** Settlement v2: a taker account with more locks left unpaid (every lock final, no payment) gets no new take. */
+  max_unpaid_locks: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 3 }),
 }) {}
 
 export class AccessConfig extends Schema.Class<AccessConfig>("AccessConfig")({
