@@ -3,6 +3,7 @@ import { getAddress, type Hex } from "viem"
 import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../src/Chain/FundCall.ts"
+import { orderEscrow } from "../src/Chain/OrderEscrow.ts"
 import { Relayer } from "../src/Chain/Relayer.ts"
 import { AppConfig } from "../src/Config.ts"
 import {
@@ -10,6 +11,7 @@ import {
   awaitingMarginOrders,
   markFailed,
   markFunding,
+  settleClosedV2Orders,
   settleFundingOrders,
 } from "../src/Store/Orders.ts"
 import { supervisedSingleton } from "../src/Supervision.ts"
@@ -25,7 +27,8 @@ const BATCH = 64
  *   the order goes `funding`. A relayer that already knows the key changes nothing (a sweep after a crash).
  * - queued, submitting, unknown: wait. An unknown withdrawal may still land; nothing is signed around it.
  * Past the FundOrder's deadline `fund` can no longer succeed, so the order fails (the withdrawal, if it
- * lands, has paid the owner's own address).
+ * lands, has paid the owner's own address). `fund` goes to the order's own escrow (v1 or v2: the FundOrder and
+ * permit were signed for it at creation).
  */
 const advance = (o: AwaitingMarginOrder) =>
   Effect.gen(function* () {
@@ -33,6 +36,8 @@ const advance = (o: AwaitingMarginOrder) =>
     const now = yield* Clock.currentTimeMillis
     const venue = deployment.venues.find((v) => v.id === o.venue)
     if (venue === undefined) return
+    const escrow = orderEscrow(venue, o.escrow_version)
+    if (escrow === undefined) return
     if (o.withdrawal_state === "failed") {
       yield* markFailed(o.id, "awaiting_margin", `the venue transfer failed: ${o.withdrawal_error}`, now)
       return
@@ -68,11 +73,12 @@ const advance = (o: AwaitingMarginOrder) =>
       .submit({
         idempotencyKey: `fund:${o.id}`,
         venue: venue.id,
-        to: getAddress(venue.escrow),
+        to: escrow.address,
         data: fundCall(
           fund.typed_data.message as FundOrderWire,
           o.signatures.fund_order as Hex,
           o.signatures.permit as Hex,
+          escrow.version,
         ),
         master: o.master,
       })
@@ -95,11 +101,13 @@ const advance = (o: AwaitingMarginOrder) =>
 const sweep = Effect.gen(function* () {
   for (const o of yield* awaitingMarginOrders(BATCH)) yield* advance(o)
   yield* settleFundingOrders(yield* Clock.currentTimeMillis)
+  yield* settleClosedV2Orders(yield* Clock.currentTimeMillis)
 })
 
 /**
  * Advances `awaiting_margin` orders (see `advance`), then moves `funding` orders to `funded` when the
- * escrow index (finalized) holds them, or to `failed` when their fund transaction reverted. Every fact
+ * escrow index (finalized) holds them, or to `failed` when their fund transaction reverted, and drained
+ * sticky-closed v2 orders to `closed`. Every fact
  * is a durable row (withdrawals, relayer requests, the escrow index), so a sweep after a crash finds
  * whatever changed while no one was looking.
  */

@@ -1,5 +1,6 @@
 import { encodeFunctionData, type Hex, hexToNumber, slice } from "viem"
-import { settlementEscrowAbi } from "./artifacts/index.ts"
+import { settlementEscrowAbi, settlementEscrowV2Abi } from "./artifacts/index.ts"
+import type { EscrowVersion } from "./OrderEscrow.ts"
 
 /** The FundOrder message as stored in an order's `fund_order` sign item (wire form: integers as strings). */
 export interface FundOrderWire {
@@ -15,13 +16,14 @@ export interface FundOrderWire {
 const normalizeV = (v: number) => (v < 27 ? v + 27 : v)
 
 /**
- * Calldata of the escrow's `fund(FundOrder, ownerSig, permit)`: the owner's FundOrder signature and
- * the EIP-2612 permit (value = amount, same deadline) split into v, r, s. Both signatures were
- * verified against the owner before this is built.
+ * Calldata of the escrow's `fund(FundOrder, ownerSig, permit)` (the same arguments on v1 and v2; `version` picks the
+ * ABI, the caller sends it to that version's address): the owner's FundOrder signature and the EIP-2612 permit
+ * (value = amount, same deadline) split into v, r, s. Both signatures were verified against the owner before this
+ * is built.
  */
-export const fundCall = (m: FundOrderWire, fundSignature: Hex, permitSignature: Hex): Hex =>
+export const fundCall = (m: FundOrderWire, fundSignature: Hex, permitSignature: Hex, version: EscrowVersion = 1): Hex =>
   encodeFunctionData({
-    abi: settlementEscrowAbi,
+    abi: version === 2 ? settlementEscrowV2Abi : settlementEscrowAbi,
     functionName: "fund",
     args: [
       {

@@ -9,7 +9,7 @@ import {
   toFunctionSignature,
 } from "viem"
 import type { VenueConfig } from "../Config.ts"
-import { legacyEscrowAbi, mockUSDCAbi, settlementEscrowAbi } from "./artifacts/index.ts"
+import { legacyEscrowAbi, mockUSDCAbi, settlementEscrowAbi, settlementEscrowV2Abi } from "./artifacts/index.ts"
 
 /**
  * The relayer's decisions as pure functions (unit-tested): what may be relayed, what fees an
@@ -26,7 +26,7 @@ const mutating = (abi: Abi) =>
       x.type === "function" && x.stateMutability !== "view" && x.stateMutability !== "pure",
   )
 
-/** The escrow's state-changing functions, plus the config's `relayer.allow` entries. */
+/** The escrows' state-changing functions (v1, and v2 when configured), plus the config's `relayer.allow` entries. */
 export const compileAllowlist = (venue: VenueConfig): Allowlist => {
   const out = new Map<string, Map<Hex, string>>()
   const add = (contract: string, signature: string) => {
@@ -36,6 +36,9 @@ export const compileAllowlist = (venue: VenueConfig): Allowlist => {
     out.set(key, m)
   }
   for (const f of mutating(settlementEscrowAbi as Abi)) add(venue.escrow, toFunctionSignature(f))
+  if (venue.escrow_v2 !== undefined) {
+    for (const f of mutating(settlementEscrowV2Abi as Abi)) add(venue.escrow_v2.address, toFunctionSignature(f))
+  }
   for (const entry of venue.relayer.allow) for (const f of entry.functions) add(entry.contract, f)
   return out
 }

@@ -1,9 +1,16 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Either, Option, Redacted } from "effect"
-import { type Address, encodeFunctionData, getAddress, type Hex, recoverTypedDataAddress } from "viem"
-import { settlementEscrowAbi } from "../Chain/artifacts/index.ts"
+import { type Address, type Hex, recoverTypedDataAddress } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { legacyDeployments, scanLegacyPage } from "../Chain/LegacyScan.ts"
+import {
+  closeOfferOn,
+  closeWithSigCall,
+  type OrderEscrow,
+  operatorCloseCall,
+  orderEscrow,
+  venueEscrows,
+} from "../Chain/OrderEscrow.ts"
 import { Relayer } from "../Chain/Relayer.ts"
 import { AppConfig, type VenueConfig } from "../Config.ts"
 import {
@@ -73,19 +80,22 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
     })
 
     /** The escrow order as GET /v1/escrow shows it (also once it holds nothing any more). */
-    const currentView = (close: Pick<CloseRow, "venue" | "order_id" | "owner" | "state">) =>
-      Effect.map(escrowOrderOf(close.venue, close.order_id, close.owner).pipe(Effect.orDie), (row) =>
-        Option.isSome(row)
-          ? view(row.value)
-          : view({
-              venue: close.venue,
-              order_id: close.order_id,
-              owner: close.owner,
-              available: "0",
-              locked: "0",
-              operator: ZERO_ADDRESS,
-              closing: close.state === "pending",
-            }),
+    const currentView = (close: Pick<CloseRow, "venue" | "escrow_version" | "order_id" | "owner" | "state">) =>
+      Effect.map(
+        escrowOrderOf(close.venue, close.order_id, close.owner, close.escrow_version).pipe(Effect.orDie),
+        (row) =>
+          Option.isSome(row)
+            ? view(row.value)
+            : view({
+                venue: close.venue,
+                escrow_version: close.escrow_version,
+                order_id: close.order_id,
+                owner: close.owner,
+                available: "0",
+                locked: "0",
+                operator: ZERO_ADDRESS,
+                closing: close.state === "pending",
+              }),
       )
 
     /** A configured venue and the master's linked address on it (the only owner the master closes for there). */
@@ -106,11 +116,22 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         onRight: () => Effect.void,
       })
 
-    /** The indexed order (or zero-id balance) of `owner`; NOT_FOUND when it is not the owner's. */
-    const ownedOrder = (venue: VenueConfig, orderId: string, owner: string) =>
+    /**
+     * The indexed order (or zero-id balance) of `owner`; NOT_FOUND when it is not the owner's. On escrow `version`
+     * when given (a signed close names its escrow by its domain); otherwise on the venue's escrows, v2 first: the
+     * first holding something available, else the first that has it at all (an owner's order id, and the zero id,
+     * may exist on both).
+     */
+    const ownedOrder = (venue: VenueConfig, orderId: string, owner: string, version?: 1 | 2) =>
       Effect.gen(function* () {
-        const row = yield* escrowOrderOf(venue.id, orderId, owner).pipe(Effect.orDie)
-        if (Option.isNone(row) || row.value.owner !== owner) {
+        const found: Array<EscrowOrderRow> = []
+        for (const escrow of venueEscrows(venue)) {
+          if (version !== undefined && escrow.version !== version) continue
+          const row = yield* escrowOrderOf(venue.id, orderId, owner, escrow.version).pipe(Effect.orDie)
+          if (Option.isSome(row) && row.value.owner === owner) found.push(row.value)
+        }
+        const row = Option.fromNullable(found.find((r) => BigInt(r.available) > 0n) ?? found[0])
+        if (Option.isNone(row)) {
           return yield* apiError(
             NotFound,
             isZeroOrder(orderId)
@@ -121,9 +142,17 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         return row.value
       })
 
-    /** The close rules on the order's amounts (spec: close prepare rule 4), managed orders aside. */
+    /**
+     * The close rules on the order's amounts (spec: close prepare rule 4), managed orders aside.
+     * A v2 order (not the zero id) is always closeable by its owner's signature, managed or not and whatever it
+     * holds: v2's close is sticky — `closeWithSig` records closeRequested (no lock can be added any more, and each
+     * lock that ends later pays the owner) even with nothing available, and succeeds on chain. It is the owner's
+     * only way to stop a v2 order (v2's operatorClose releases what is available but sets nothing), so the API
+     * never refuses it as nothing-to-close.
+     */
     const closeable = (venue: VenueConfig, row: EscrowOrderRow, toMargin: boolean) =>
       Effect.gen(function* () {
+        if (row.escrow_version === 2 && !isZeroOrder(row.order_id)) return
         const available = BigInt(row.available)
         if (isZeroOrder(row.order_id)) {
           if (available === 0n) return yield* apiError(BelowMinimum, "the available balance is 0: nothing to close")
@@ -168,11 +197,47 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
       RelayerRejected: (e: { readonly reason: string }) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
     }
 
-    /** Submits a close's call to the venue's escrow under its relay key (signed and managed closes alike). */
-    const relayClose = (venue: VenueConfig, relayKey: string, data: Hex, master: string) =>
+    /** Submits a close's call to the order's escrow under its relay key (signed and managed closes alike). */
+    const relayClose = (escrow: OrderEscrow, relayKey: string, data: Hex, master: string) =>
       relayer
-        .submit({ idempotencyKey: relayKey, venue: venue.id, to: getAddress(venue.escrow), data, master })
+        .submit({ idempotencyKey: relayKey, venue: escrow.venue, to: escrow.address, data, master })
         .pipe(Effect.catchTags(relayErrors))
+
+    /** The row's escrow (configured: ownedOrder reads only the venue's configured escrows). */
+    const escrowOfRow = (venue: VenueConfig, row: EscrowOrderRow) => {
+      const escrow = orderEscrow(venue, row.escrow_version)
+      return escrow === undefined
+        ? Effect.dieMessage(`venue ${venue.id}: escrow v${row.escrow_version} is not configured`)
+        : Effect.succeed(escrow)
+    }
+
+    /**
+     * Which escrow's domain the owner signed `message` in: the first of the venue's escrows whose CloseOffer
+     * recovers to the owner locally. Otherwise (a contract owner, or not the owner's signature) the escrow holding
+     * the order (v1 when none does), checked by verifyOwner — on chain for a contract, else SIGNATURE_INVALID.
+     */
+    const signedOffer = (
+      venue: VenueConfig,
+      message: ReturnType<typeof closeOffer>["message"],
+      signature: Hex,
+      owner: string,
+    ) =>
+      Effect.gen(function* () {
+        const offers = venueEscrows(venue).map((escrow) => ({ escrow, ...closeOfferOn(escrow, message) }))
+        for (const offer of offers) {
+          const recovered = yield* Effect.tryPromise(() =>
+            recoverTypedDataAddress({ ...offer.typedData, signature }),
+          ).pipe(Effect.orElseSucceed(() => undefined))
+          if (recovered?.toLowerCase() === owner) return offer
+        }
+        const held = yield* ownedOrder(venue, message.orderId, owner).pipe(
+          Effect.map((row) => row.escrow_version),
+          Effect.orElseSucceed(() => 1 as const),
+        )
+        const offer = offers.find((o) => o.escrow.version === held) ?? offers[offers.length - 1]!
+        yield* verifyOwner(venue, offer.typedData, signature, owner)
+        return offer
+      })
 
     /**
      * The signature is the owner's: recovered locally (EOA); otherwise, when the owner is a contract, by the
@@ -180,7 +245,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
      */
     const verifyOwner = (
       venue: VenueConfig,
-      typedData: ReturnType<typeof closeOffer>["typedData"],
+      typedData: ReturnType<typeof closeOfferOn>["typedData"],
       signature: Hex,
       owner: string,
     ) =>
@@ -262,17 +327,16 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           const row = yield* ownedOrder(venue, payload.order_id, owner)
           yield* closeable(venue, row, toMargin)
           if (row.closing) return yield* apiError(ClosePending, "a close of this order is pending")
+          const escrow = yield* escrowOfRow(venue, row)
           const now = yield* Clock.currentTimeMillis
           const deadline = BigInt(Math.floor(now / 1000) + CLOSE_VALIDITY_SECONDS)
           const nonce = BigInt(`0x${yield* randomHex(32)}`)
-          const offer = closeOffer(venue.chain_id, venue.escrow, {
-            orderId: row.order_id,
-            owner,
-            dex,
-            toMargin,
-            nonce,
-            deadline,
-          })
+          // The CloseOffer in the domain of the escrow holding the order (v1 or v2).
+          const offer = closeOfferOn(
+            escrow,
+            closeOffer(venue.chain_id, escrow.address, { orderId: row.order_id, owner, dex, toMargin, nonce, deadline })
+              .message,
+          )
           return {
             venue: venue.id,
             order_id: row.order_id,
@@ -294,7 +358,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           const signature = canonicalSignature(payload.signature as Hex)
           if (Either.isLeft(signature)) return yield* apiError(SignatureMalleable, signature.left.message)
           const deadline = BigInt(payload.deadline)
-          const offer = closeOffer(venue.chain_id, venue.escrow, {
+          const { message } = closeOffer(venue.chain_id, venue.escrow, {
             orderId: payload.order_id,
             owner,
             dex: payload.dex,
@@ -302,7 +366,8 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
             nonce: BigInt(payload.nonce),
             deadline,
           })
-          yield* verifyOwner(venue, offer.typedData, signature.right, owner)
+          // The domain the owner signed names the escrow (v1 or v2) the close goes to.
+          const offer = yield* signedOffer(venue, message, signature.right, owner)
           // The same terms again (a lost response): the same close, whatever happened since.
           const existing = yield* findCloseByDigest(offer.digest).pipe(Effect.orDie)
           if (Option.isSome(existing)) return yield* currentView(existing.value)
@@ -314,14 +379,10 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           if (deadline > nowSeconds + BigInt(CLOSE_VALIDITY_SECONDS + DEADLINE_SKEW_SECONDS)) {
             return yield* apiError(InvalidRequest, `deadline must be at most ${CLOSE_VALIDITY_SECONDS} s ahead`)
           }
-          const row = yield* ownedOrder(venue, payload.order_id, owner)
+          const row = yield* ownedOrder(venue, payload.order_id, owner, offer.escrow.version)
           yield* closeable(venue, row, toMargin)
           const relayKey = `close:${offer.digest}`
-          const data = encodeFunctionData({
-            abi: settlementEscrowAbi,
-            functionName: "closeWithSig",
-            args: [offer.message, signature.right],
-          })
+          const data = closeWithSigCall(offer.escrow, offer.message, signature.right)
           const outcome = yield* enqueueClose(
             {
               id: yield* randomUuid,
@@ -329,7 +390,8 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               master: session.master,
               venue: venue.id,
               chainId: venue.chain_id,
-              escrow: venue.escrow,
+              escrow: offer.escrow.address,
+              escrowVersion: offer.escrow.version,
               orderId: row.order_id,
               owner,
               amount: BigInt(row.available),
@@ -342,7 +404,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               relayKey,
               nowMs: yield* Clock.currentTimeMillis,
             },
-            relayClose(venue, relayKey, data, session.master),
+            relayClose(offer.escrow, relayKey, data, session.master),
           ).pipe(sqlDies)
           return yield* answer(outcome)
         }),
@@ -367,7 +429,8 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               "this service does not operate the order: close it by signature (POST /v1/escrow/close/prepare)",
             )
           }
-          const pending = yield* pendingCloseOf(venue.id, row.order_id, owner).pipe(Effect.orDie)
+          const escrow = yield* escrowOfRow(venue, row)
+          const pending = yield* pendingCloseOf(venue.id, row.order_id, owner, escrow.version).pipe(Effect.orDie)
           if (Option.isSome(pending)) {
             const p = pending.value
             // The same managed close again (a lost response): the same close.
@@ -375,16 +438,19 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
             return yield* apiError(ClosePending, `close ${p.id} of this order is pending`)
           }
           yield* requireAccess(session.master)
+          // operatorClose reverts with nothing available on both versions (on v2 only the owner's signed close is
+          // sticky and accepted at 0).
           if (BigInt(row.available) === 0n) {
-            return yield* apiError(BelowMinimum, "the order's available amount is 0: nothing to close")
+            return yield* apiError(
+              BelowMinimum,
+              escrow.version === 2
+                ? "the order's available amount is 0: nothing to close (to stop the order, close it by signature)"
+                : "the order's available amount is 0: nothing to close",
+            )
           }
           const id = yield* randomUuid
           const relayKey = `close:managed:${id}`
-          const data = encodeFunctionData({
-            abi: settlementEscrowAbi,
-            functionName: "operatorClose",
-            args: [row.order_id as Hex, dex, toMargin],
-          })
+          const data = operatorCloseCall(escrow, owner as Address, row.order_id as Hex, dex, toMargin)
           const outcome = yield* enqueueClose(
             {
               id,
@@ -392,7 +458,8 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               master: session.master,
               venue: venue.id,
               chainId: venue.chain_id,
-              escrow: venue.escrow,
+              escrow: escrow.address,
+              escrowVersion: escrow.version,
               orderId: row.order_id,
               owner,
               amount: BigInt(row.available),
@@ -405,7 +472,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               relayKey,
               nowMs: yield* Clock.currentTimeMillis,
             },
-            relayClose(venue, relayKey, data, session.master),
+            relayClose(escrow, relayKey, data, session.master),
           ).pipe(sqlDies)
           return yield* answer(outcome)
         }),

@@ -3,10 +3,11 @@ import { Clock, Effect, Either, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../Chain/FundCall.ts"
+import { fundOrderTypedDataOn, newOrderEscrowVersion, orderEscrow } from "../Chain/OrderEscrow.ts"
 import { Relayer } from "../Chain/Relayer.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
-import { fundOrderTypedData, quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
+import { quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
 import { permitTypedData } from "../Domain/Permit.ts"
 import { CurrentPrincipal } from "../Domain/Principal.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
@@ -205,7 +206,9 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           const now = yield* Clock.currentTimeMillis
           const deadline = BigInt(Math.floor(now / 1000)) + FUND_VALIDITY_SECONDS
           const orderId = `0x${yield* randomHex(32)}` as Hex
-          const fund = fundOrderTypedData(venue.chain_id, getAddress(venue.escrow), {
+          // The escrow is fixed here for the order's life: the FundOrder's domain and the permit's spender name it.
+          const escrow = orderEscrow(venue, newOrderEscrowVersion(deployment, venue))!
+          const fund = fundOrderTypedDataOn(escrow, {
             orderId,
             owner: getAddress(owner),
             operator: getAddress(operator),
@@ -215,7 +218,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           })
           const permitData = permitTypedData(permit.domain, {
             owner,
-            spender: venue.escrow,
+            spender: escrow.address,
             value: amount,
             nonce: permit.nonce,
             deadline,
@@ -239,6 +242,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             quoteSigner: identity.value.signer,
             fundDeadline: deadline,
             toSign,
+            escrowVersion: escrow.version,
             nowMs: now,
           }).pipe(Effect.orDie)
           if (outcome === "not-linked") {
@@ -298,18 +302,21 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
               permit: payload.permit,
             })
           }
-          const venue = venueOf(order.venue)!
+          const escrow = orderEscrow(venueOf(order.venue)!, order.escrow_version)
+          // Only a config that dropped a venue's escrow_v2 while its orders exist: an operator error.
+          if (escrow === undefined) return yield* Effect.dieMessage(`order ${order.id}: its escrow is not configured`)
           const calldata = fundCall(
             fund.typed_data.message as FundOrderWire,
             payload.fund_order as Hex,
             payload.permit as Hex,
+            escrow.version,
           )
           const now = yield* Clock.currentTimeMillis
           yield* relayer
             .submit({
               idempotencyKey: `fund:${order.id}`,
-              venue: venue.id,
-              to: getAddress(venue.escrow),
+              venue: escrow.venue,
+              to: escrow.address,
               data: calldata,
               master: session.master,
             })

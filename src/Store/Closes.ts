@@ -32,6 +32,8 @@ export interface CloseRow {
   readonly venue: string
   readonly chain_id: string
   readonly escrow: string
+  /** 1 = the venue's v1 escrow, 2 = its SettlementEscrowV2 (migration 0021). */
+  readonly escrow_version: 1 | 2
   readonly order_id: string
   readonly owner: string
   readonly amount: string
@@ -50,7 +52,7 @@ export interface CloseRow {
   readonly updated_at: Date
 }
 
-const COLS = `id::text, kind, master, venue, chain_id::text, escrow, order_id, owner, amount::text, dex::text,
+const COLS = `id::text, kind, master, venue, chain_id::text, escrow, escrow_version::int as escrow_version, order_id, owner, amount::text, dex::text,
   to_margin, nonce::text, deadline::text, digest, relay_key, state, refused, released::text, tx_hash, error,
   created_at, updated_at`
 
@@ -69,6 +71,7 @@ export interface NewClose {
   readonly venue: string
   readonly chainId: number
   readonly escrow: string
+  readonly escrowVersion: 1 | 2
   readonly orderId: string
   readonly owner: string
   /** The order's available amount when the close was accepted (from the index). */
@@ -121,13 +124,12 @@ export const findCloseByDigest = (digest: string) =>
     ),
   )
 
-/** The pending close of an order (or of an owner's zero-id balance), if any. */
-export const pendingCloseOf = (venue: string, orderId: string, owner: string) =>
+/** The pending close of an order (or of an owner's zero-id balance) on escrow `version`, if any. */
+export const pendingCloseOf = (venue: string, orderId: string, owner: string, version: 1 | 2 = 1) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<CloseRow>`select ${sql.literal(COLS)} from closes
-      where venue = ${venue} and order_id = ${lower(orderId)} and owner = ${lower(owner)} and state = 'pending'`.pipe(
-      Effect.map((rows) => Option.fromNullable(rows[0])),
-    ),
+      where venue = ${venue} and escrow_version = ${version} and order_id = ${lower(orderId)}
+        and owner = ${lower(owner)} and state = 'pending'`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
   )
 
 /**
@@ -155,7 +157,8 @@ export const enqueueClose = <E, R>(c: NewClose, relay: Effect.Effect<unknown, E,
             if (used.length > 0) return { _tag: "NonceUsed" } as EnqueueOutcome
           }
           const [pending] = yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes
-          where venue = ${c.venue} and order_id = ${orderId} and owner = ${owner} and state = 'pending'`
+          where venue = ${c.venue} and escrow_version = ${c.escrowVersion} and order_id = ${orderId}
+            and owner = ${owner} and state = 'pending'`
           if (pending) {
             const sameManaged =
               c.kind === "managed" &&
@@ -169,9 +172,10 @@ export const enqueueClose = <E, R>(c: NewClose, relay: Effect.Effect<unknown, E,
           if (Number(count?.n ?? 0) >= PENDING_CLOSES_LIMIT) return { _tag: "Limit" } as EnqueueOutcome
           const now = new Date(c.nowMs)
           const [row] = yield* sql<CloseRow>`
-          insert into closes (id, kind, master, venue, chain_id, escrow, order_id, owner, amount, dex, to_margin,
-            nonce, deadline, digest, signature, relay_key, state, created_at, updated_at)
-          values (${c.id}, ${c.kind}, ${lower(c.master)}, ${c.venue}, ${c.chainId}, ${lower(c.escrow)}, ${orderId},
+          insert into closes (id, kind, master, venue, chain_id, escrow, escrow_version, order_id, owner, amount, dex,
+            to_margin, nonce, deadline, digest, signature, relay_key, state, created_at, updated_at)
+          values (${c.id}, ${c.kind}, ${lower(c.master)}, ${c.venue}, ${c.chainId}, ${lower(c.escrow)},
+            ${c.escrowVersion}, ${orderId},
             ${owner}, ${c.amount.toString()}, ${c.dex}, ${c.toMargin}, ${c.nonce?.toString() ?? null},
             ${c.deadline?.toString() ?? null}, ${c.digest === null ? null : lower(c.digest)}, ${c.signature},
             ${c.relayKey}, 'pending', ${now}, ${now})
@@ -254,7 +258,7 @@ const applyTransition = (r: OpenClose, t: Transition, nowMs: number) =>
                 ? { reason: row.error }
                 : { expired_at: Number(row.deadline) + CLOSING_GRACE_SECONDS }
           yield* appendJournal({ kind: TRANSITION_KIND[t.to], master: row.master, payload: payloadOf(row, extra) })
-          if (t.to === "final" && !isZeroOrder(row.order_id)) yield* markOrderClosed(row.venue, row.order_id, now)
+          if (t.to === "final" && !isZeroOrder(row.order_id)) yield* markOrderClosed(row, now)
           return row
         }),
       )
@@ -284,16 +288,29 @@ const closeChanged = (row: CloseRow, from: CloseState | null) =>
     )
   })
 
-/** The service's own order record goes `closed` once the escrow holds nothing of it any more. */
-const markOrderClosed = (venue: string, orderId: string, now: Date) =>
+/**
+ * The service's own order record goes `closed` once the close's escrow holds nothing of it any more (a v2 order
+ * with locks left goes later: src/Store/Orders.ts settleClosedV2Orders).
+ */
+const markOrderClosed = (close: CloseRow, now: Date) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
-      const closed = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
-        update orders o set state = 'closed', updated_at = ${now}
-        from escrow_orders e
-        where o.id = ${orderId} and o.venue = ${venue} and o.state = 'funded'
-          and e.venue = o.venue and e.order_id = o.id and e.available = 0 and e.locked = 0
-        returning o.id, o.master, o.quote_identity_id::text`
+      const closed = yield* close.escrow_version === 2
+        ? sql<{ id: string; master: string; quote_identity_id: string }>`
+            update orders o set state = 'closed', updated_at = ${now}
+            from escrow_v2_orders e
+            where o.id = ${close.order_id} and o.venue = ${close.venue} and o.state = 'funded'
+              and o.escrow_version = 2 and o.owner_address = ${close.owner}
+              and e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id
+              and e.available = 0 and e.locked = 0
+            returning o.id, o.master, o.quote_identity_id::text`
+        : sql<{ id: string; master: string; quote_identity_id: string }>`
+            update orders o set state = 'closed', updated_at = ${now}
+            from escrow_orders e
+            where o.id = ${close.order_id} and o.venue = ${close.venue} and o.state = 'funded'
+              and o.escrow_version = 1
+              and e.venue = o.venue and e.order_id = o.id and e.available = 0 and e.locked = 0
+            returning o.id, o.master, o.quote_identity_id::text`
       for (const o of closed) {
         yield* appendJournal({
           kind: "order.closed",
@@ -306,7 +323,9 @@ const markOrderClosed = (venue: string, orderId: string, now: Date) =>
 
 /**
  * One pass of the close queue: every pending close (and every expired one whose transaction has since ended)
- * moves on from the relayer's outcome, the escrow index and the clock (`nowMs`). Each transition is guarded
+ * moves on from the relayer's outcome, the escrow index and the clock (`nowMs`). The index is the close's own
+ * escrow's: v1's escrow_closes and chain_status cursor, or v2's raw OrderClosed events (escrow_v2_events, which
+ * has no closes table) and escrow_v2_cursor. Each transition is guarded
  * (applies only from the state read) and journaled in its own transaction. Returns the number of transitions.
  */
 export const settleCloses = (nowMs: number, limit = 500) =>
@@ -321,9 +340,19 @@ export const settleCloses = (nowMs: number, limit = 500) =>
         left join relayer_requests r on r.idempotency_key = c.relay_key
         left join lateral (
           select e.refused, e.amount from escrow_closes e
-          where e.venue = c.venue and e.order_id = c.order_id and e.tx_hash = r.tx_hash limit 1
+          where c.escrow_version = 1 and e.venue = c.venue and e.order_id = c.order_id and e.tx_hash = r.tx_hash
+          union all
+          select (e.args->>'refused')::boolean, (e.args->>'amount')::numeric from escrow_v2_events e
+          where c.escrow_version = 2 and e.venue = c.venue and e.event = 'OrderClosed' and e.tx_hash = r.tx_hash
+            and e.args->>'orderId' = c.order_id and e.args->>'owner' = c.owner
+          limit 1
         ) ev on true
-        left join chain_status s on s.venue = c.venue
+        left join lateral (
+          select indexed_block from chain_status where c.escrow_version = 1 and venue = c.venue
+          union all
+          select indexed_block from escrow_v2_cursor where c.escrow_version = 2 and venue = c.venue
+          limit 1
+        ) s on true
         where c.state = 'pending' or (c.state = 'expired' and r.status in ('final', 'reverted', 'replaced'))
         order by c.created_at limit ${limit}`
       let moved = 0

@@ -13,10 +13,14 @@ import { appendJournal } from "./Journal.ts"
  *   signed around).
  * - `funding`: the owner's FundOrder and permit are accepted and the escrow `fund` transaction is
  *   with the relayer (idempotency key `fund:<order id>`).
- * - `funded`: the escrow's OrderFunded is indexed at the finalized head.
+ * - `funded`: the escrow's OrderFunded is indexed at the finalized head (v1: escrow_orders by order id; v2:
+ *   escrow_v2_orders by (owner, order id), since v2 keys orders by both).
  * - `failed`: the fund transaction reverted, or the order's venue transfer failed (see `error`); the owner
  *   may prepare a new order.
- * - `closed`: the order's funds were released by a close.
+ * - `closed`: the order's funds were released by a close (v2 also: a sticky close was requested and its last
+ *   lock has ended, see settleClosedV2Orders).
+ *
+ * `escrow_version` (1|2, migration 0019) names the escrow every step uses (src/Chain/OrderEscrow.ts).
  */
 export type OrderState = "preparing" | "awaiting_margin" | "funding" | "funded" | "failed" | "closed"
 
@@ -27,6 +31,8 @@ export interface OrderRow {
   readonly receive_venue: string
   readonly owner_address: string
   readonly state: OrderState
+  /** The escrow the order is funded on (src/Chain/OrderEscrow.ts). */
+  readonly escrow_version: 1 | 2
   readonly amount: string
   readonly created_at: Date
   readonly updated_at: Date
@@ -37,7 +43,7 @@ export interface OrderRow {
   readonly to_sign: ReadonlyArray<unknown>
   readonly signatures: Record<string, string> | null
   readonly error: string
-  /** From the escrow index (final head); "0" before funding. */
+  /** From the order's escrow index (final head: escrow_orders or escrow_v2_orders); "0" before funding. */
   readonly escrow_available: string
   /** Σ amount_out / Σ amount_in of the order's settled fills (migrations/0014). */
   readonly filled: string
@@ -53,13 +59,17 @@ export interface OrderRow {
 }
 
 const select = `
-  select o.id, o.master, o.venue, o.receive_venue, o.owner_address, o.state, o.amount::text, o.created_at,
+  select o.id, o.master, o.venue, o.receive_venue, o.owner_address, o.state, o.escrow_version::int as escrow_version,
+         o.amount::text, o.created_at,
          o.updated_at, o.client_order_id, o.quote_identity_id, o.quote_signer, o.fund_deadline::text, o.to_sign,
-         o.signatures, o.error, coalesce(e.available, 0)::text as escrow_available, o.filled::text, o.received::text,
-         o.venue_transfer_id,
+         o.signatures, o.error,
+         coalesce(case when o.escrow_version = 2 then e2.available else e.available end, 0)::text as escrow_available,
+         o.filled::text, o.received::text, o.venue_transfer_id,
          w.amount::text as vt_amount, w.venue_ref as vt_venue_ref, w.state as vt_state, w.error as vt_error,
          w.updated_at as vt_at
-  from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id
+  from orders o left join escrow_orders e on e.venue = o.venue and e.order_id = o.id and o.escrow_version = 1
+    left join escrow_v2_orders e2
+      on e2.venue = o.venue and e2.owner = o.owner_address and e2.order_id = o.id and o.escrow_version = 2
     left join withdrawals w on w.id = o.venue_transfer_id`
 
 export const findOrder = (id: string) =>
@@ -88,6 +98,7 @@ export interface NewOrder {
   readonly quoteSigner: string
   readonly fundDeadline: bigint
   readonly toSign: ReadonlyArray<unknown>
+  readonly escrowVersion: 1 | 2
   readonly nowMs: number
 }
 
@@ -106,10 +117,10 @@ export const insertOrder = (o: NewOrder) =>
         const now = new Date(o.nowMs)
         const inserted = yield* sql`
           insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at, updated_at,
-            client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign)
+            client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign, escrow_version)
           values (${o.id}, ${o.master}, ${o.venue}, ${o.receiveVenue}, ${o.owner}, 'preparing', ${o.amount.toString()},
             ${now}, ${now}, ${o.clientOrderId}, ${o.identityId}, ${o.quoteSigner}, ${o.fundDeadline.toString()},
-            ${JSON.stringify(o.toSign)}::jsonb)
+            ${JSON.stringify(o.toSign)}::jsonb, ${o.escrowVersion})
           on conflict (master, client_order_id) do nothing
           returning id`
         if (inserted.length === 0) return "exists" as const
@@ -192,6 +203,7 @@ export interface AwaitingMarginOrder {
   readonly master: string
   readonly fund_deadline: string
   readonly venue: string
+  readonly escrow_version: 1 | 2
   readonly owner_address: string
   readonly amount: string
   readonly to_sign: ReadonlyArray<unknown>
@@ -204,7 +216,8 @@ export const awaitingMarginOrders = (limit: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<AwaitingMarginOrder>`
-      select o.id, o.master, o.fund_deadline::text as fund_deadline, o.venue, o.owner_address, o.amount::text as amount, o.to_sign, o.signatures,
+      select o.id, o.master, o.fund_deadline::text as fund_deadline, o.venue, o.escrow_version::int as escrow_version,
+             o.owner_address, o.amount::text as amount, o.to_sign, o.signatures,
              w.state as withdrawal_state, w.error as withdrawal_error
       from orders o join withdrawals w on w.id = o.venue_transfer_id
       where o.state = 'awaiting_margin' order by o.updated_at limit ${limit}`,
@@ -233,8 +246,9 @@ export const markFailed = (id: string, from: OrderState, error: string, nowMs: n
   )
 
 /**
- * Settles `funding` orders from chain facts: funded once the escrow index (finalized) holds the
- * order, failed when the fund transaction reverted. Each transition is journaled once.
+ * Settles `funding` orders from chain facts: funded once the order's escrow index (finalized) holds the
+ * order (v1 by order id, v2 by owner and order id), failed when the fund transaction reverted. Each
+ * transition is journaled once.
  */
 export const settleFundingOrders = (nowMs: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -243,8 +257,12 @@ export const settleFundingOrders = (nowMs: number) =>
         const now = new Date(nowMs)
         const funded = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
           update orders o set state = 'funded', updated_at = ${now}
-          from escrow_orders e
-          where o.state = 'funding' and e.venue = o.venue and e.order_id = o.id
+          where o.state = 'funding' and (
+            (o.escrow_version = 1 and exists (
+              select 1 from escrow_orders e where e.venue = o.venue and e.order_id = o.id))
+            or (o.escrow_version = 2 and exists (
+              select 1 from escrow_v2_orders e
+              where e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id)))
           returning o.id, o.master, o.quote_identity_id`
         const failed = yield* sql<{ id: string; master: string; quote_identity_id: string; error: string }>`
           update orders o set state = 'failed', updated_at = ${now},
@@ -267,6 +285,33 @@ export const settleFundingOrders = (nowMs: number) =>
           })
         }
         return funded.length + failed.length
+      }),
+    ),
+  )
+
+/**
+ * A funded v2 order whose close was requested (sticky: no lock can be added, and every lock that ends later pays
+ * its owner) and that holds nothing any more goes `closed`, journaled once. A sticky close can end with locks
+ * outstanding, so this runs in the funding sweep rather than only when the close is final.
+ */
+export const settleClosedV2Orders = (nowMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const closed = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
+        update orders o set state = 'closed', updated_at = ${new Date(nowMs)}
+        from escrow_v2_orders e
+        where o.state = 'funded' and o.escrow_version = 2 and e.venue = o.venue and e.owner = o.owner_address
+          and e.order_id = o.id and e.close_requested and e.available = 0 and e.locked = 0
+        returning o.id, o.master, o.quote_identity_id::text`
+        for (const o of closed) {
+          yield* appendJournal({
+            kind: "order.closed",
+            master: o.master,
+            payload: { order_id: o.id, identity_id: o.quote_identity_id },
+          })
+        }
+        return closed.length
       }),
     ),
   )
