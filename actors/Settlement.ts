@@ -132,7 +132,7 @@ const submitCall = (f: SettlingFill, call: SettlementCall, key: string, open: Op
   )
 
 /** Latest block timestamp per venue (Unix seconds); a venue whose node does not answer is left out. */
-const chainTimes = (venues: ReadonlyArray<string>) =>
+export const chainTimes = (venues: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const clients = yield* ChainClients
     const times = new Map<string, bigint>()

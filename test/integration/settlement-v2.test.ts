@@ -1,0 +1,306 @@
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer } from "effect"
+import type { Address, Hex } from "viem"
+import { encodeFunctionData } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { chainTimes, runSettlement } from "../../actors/Settlement.ts"
+import { sweepSettlementV2 } from "../../actors/SettlementV2.ts"
+import { runTxRelayer } from "../../actors/TxRelayer.ts"
+import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
+import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
+import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
+import { identityFades, takerUnpaidLocks } from "../../src/Store/SettlementV2.ts"
+import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { pollUntil } from "../support/Poll.ts"
+import { authorizePayment, type MakerOrderV2, makerOrderV2, signedTakeV2 } from "../support/TakesV2.ts"
+import { testAppConfig } from "../support/TestConfig.ts"
+import { TestHttpLive } from "../support/TestServer.ts"
+
+/**
+ * Settlement v2 through the Settlement actor on two devnet chains (Hyperliquid-like 999 = the makers' chain,
+ * Aster-like 42161 = the taker's), each with its SettlementEscrowV2 (devnet immutables), the real VenueWatchers
+ * (v2 index, 2 confirmations) and TxRelayers, a block every 250 ms. The take and quote rows are written as the v2
+ * routes will store them (test/support/TakesV2.ts); the test plays the taker's client (its pay key signs PayTake
+ * once every lock is final) and the maker (its own claimPayment with the secret it derives). Max fade rate 0: one
+ * fade flags the identity.
+ */
+
+const OPERATOR = 9
+const operator = account(OPERATOR).address
+const FUNDER = account(8)
+const PAYER = account(3)
+const M = "hyperliquid"
+const T = "aster"
+
+interface Env {
+  readonly hl: TestChain
+  readonly aster: TestChain
+}
+class SettleEnv extends Context.Tag("test/SettleV2Env")<SettleEnv, Env>() {}
+
+const chainOf = (chainId: number, kind: "hyperliquid" | "aster") =>
+  Effect.acquireRelease(
+    Effect.promise(() => startTestChain({ chainId, kind })),
+    (c) => Effect.promise(() => c.anvil.stop()),
+  )
+
+const fast = {
+  watcher: { poll_ms: 100, confirmations: 2, integrity_interval_seconds: 3600 },
+  relayer: { poll_ms: 100 },
+  escrowV2: true,
+}
+const entry = (c: TestChain, id: string) => {
+  const { legacy_escrow: _legacy, ...v } = venueEntry(c, id, fast)
+  return v
+}
+
+const Live = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const [hl, aster] = yield* Effect.all([chainOf(999, "hyperliquid"), chainOf(42161, "aster")], { concurrency: 2 })
+    const config = testAppConfig({
+      venues: [entry(hl, M), entry(aster, T)],
+      auth: { rpc_urls: [hl.anvil.rpcUrl] },
+      operator_key: key(OPERATOR),
+      settlement: { max_fade_rate: 0, escrow_version: 2 },
+    })
+    const base = Layer.mergeAll(TestHttpLive, ChainClients.Live, FaultPoint.Noop, Relayer.Live).pipe(
+      Layer.provideMerge(TestDatabaseLive),
+      Layer.provideMerge(config),
+    )
+    const actors = Effect.gen(function* () {
+      const { deployment } = yield* AppConfig
+      for (const v of deployment.venues) {
+        yield* Effect.forkScoped(runVenueWatcher(v))
+        yield* Effect.forkScoped(runTxRelayer(v))
+      }
+      yield* Effect.forkScoped(
+        Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
+          Effect.zipRight(Effect.sleep("250 millis")),
+          Effect.forever,
+        ),
+      )
+      return { hl, aster }
+    })
+    return Layer.scoped(SettleEnv, actors).pipe(Layer.provideMerge(base))
+  }),
+)
+
+// ------------------------------------------------------------------ helpers
+
+const balanceOf = (c: TestChain, who: Address) =>
+  Effect.promise(() =>
+    c.pub.readContract({ address: c.token, abi: mockUSDCAbi, functionName: "balanceOf", args: [who] }),
+  )
+
+const fillsOf = (takeId: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ id: string; state: string; final: boolean; error: string }>`
+      select id, state, final, error from fills where take_id = ${takeId}::uuid order by id`,
+  )
+
+const allIn = (takeId: string, states: ReadonlyArray<string>) =>
+  Effect.map(fillsOf(takeId), (rows) => rows.length > 0 && rows.every((r) => states.includes(r.state)))
+
+/** One settlement-v2 pass, as the singleton runs it. */
+const pass = Effect.flatMap(AppConfig, ({ deployment }) =>
+  sweepSettlementV2(chainTimes(deployment.venues.map((v) => v.id))),
+)
+
+/** Runs v2 passes until `done` holds (checked after each pass), for `what` (named in the failure). */
+const settleUntil = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
+  pollUntil(Effect.zipRight(pass, done), (ok) => ok, { every: "200 millis", within: "120 seconds" }).pipe(
+    Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
+  )
+
+/** Waits (the singleton running) until `done` holds. */
+const waitFor = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
+  pollUntil(done, (ok) => ok, { every: "200 millis", within: "120 seconds" }).pipe(
+    Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
+  )
+
+const fresh = () => privateKeyToAccount(generatePrivateKey()).address
+
+const newMaker = (i: number, amount: bigint) =>
+  Effect.gen(function* () {
+    const { hl, aster } = yield* SettleEnv
+    const signerKey = generatePrivateKey()
+    return yield* makerOrderV2(hl, aster, {
+      owner: account(i),
+      signerKey,
+      signer: privateKeyToAccount(signerKey),
+      relayer: FUNDER,
+      operator,
+      payee: fresh(),
+      amount,
+      makerVenue: M,
+      takerVenue: T,
+    })
+  })
+
+const newTake = (order: MakerOrderV2, index: number, amountIn: bigint) =>
+  Effect.gen(function* () {
+    const { hl, aster } = yield* SettleEnv
+    const payKey = privateKeyToAccount(generatePrivateKey())
+    const recipient = fresh()
+    const take = yield* signedTakeV2(hl, aster, {
+      payer: PAYER,
+      payKey: payKey.address,
+      recipient,
+      parts: [{ order, amountIn, amountOut: amountIn, index }],
+      makerVenue: M,
+      takerVenue: T,
+    })
+    return { ...take, payKey, recipient }
+  })
+
+/** Both chains' clocks forward by `seconds` (the next block of each carries it). */
+const warp = (seconds: number) =>
+  Effect.gen(function* () {
+    const { hl, aster } = yield* SettleEnv
+    yield* Effect.promise(() => Promise.all([hl.test.increaseTime({ seconds }), aster.test.increaseTime({ seconds })]))
+  })
+
+/** The maker's reveal: its own claimPayment on the taker chain, with the secret it derives. */
+const reveal = (order: MakerOrderV2, digest: Hex, index: number) =>
+  Effect.gen(function* () {
+    const { aster } = yield* SettleEnv
+    const data = encodeFunctionData({
+      abi: settlementEscrowV2Abi,
+      functionName: "claimPayment",
+      args: [digest, order.hashlocks.secrets[index]!],
+    })
+    yield* Effect.promise(() => sendCalls(aster, order.owner, [{ to: aster.escrowV2!, data }]))
+  })
+
+const escrowOrder = (orderId: Hex) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ available: string; locked: string }>`select available::text, locked::text from escrow_v2_orders
+        where venue = ${M} and order_id = ${orderId}`,
+      (r) => r[0],
+    ),
+  )
+
+const journalKinds = (takeId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ kind: string }>`select kind from journal where payload->>'take_id' = ${takeId} order by id`,
+      (rows) => rows.map((r) => r.kind),
+    ),
+  )
+
+const marks = (identityId: string, master: string) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    return {
+      fades: yield* identityFades(identityId),
+      unpaid: yield* takerUnpaidLocks(master, deployment.settlement.max_unpaid_locks),
+    }
+  })
+
+layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v2 on devnet", (it) => {
+  it.effect("a v2 take settles end to end: lock → authorisation → payTake → the maker's reveal → claim", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const sql = yield* SqlClient.SqlClient
+      const maker = yield* newMaker(1, 5_000_000n)
+      const take = yield* newTake(maker, 0, 1_000_000n)
+      const payer0 = yield* balanceOf(aster, PAYER.address)
+
+      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      // Every lock final: the take asks for the pay key's authorisation, once; nothing is paid without it.
+      expect((yield* journalKinds(take.takeId)).filter((k) => k === "take.pay_authorization_requested")).toHaveLength(1)
+      yield* pass
+      expect(yield* allIn(take.takeId, ["locked"])).toBe(true)
+      yield* authorizePayment(aster, take, take.payKey)
+      yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
+      expect(payer0 - (yield* balanceOf(aster, PAYER.address))).toBe(1_000_000n)
+
+      // Paid and final: the service waits for the maker (it has no secret).
+      yield* pass
+      expect(yield* allIn(take.takeId, ["paid"])).toBe(true)
+      yield* reveal(maker, take.fills[0]!.digest, 0)
+      yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
+
+      expect(yield* balanceOf(hl, take.recipient)).toBe(1_000_000n)
+      expect(yield* balanceOf(aster, maker.payee)).toBe(1_000_000n)
+      const [order] = yield* sql<{ filled: string; received: string }>`
+        select filled::text, received::text from orders where id = ${maker.orderId}`
+      expect(order).toEqual({ filled: "1000000", received: "1000000" })
+      const [t] = yield* sql<{ state: string }>`select state from takes where id = ${take.takeId}::uuid`
+      expect(t!.state).toBe("settled")
+      const m = yield* marks(maker.identityId, take.master)
+      expect(m.fades).toMatchObject({ chances: 1, fades: 0, flagged: false })
+    }),
+  )
+
+  it.effect("no authorisation by payBy: the lock refunds after makerExpiry, no fade, one unpaid lock", () =>
+    Effect.gen(function* () {
+      const maker = yield* newMaker(2, 5_000_000n)
+      const take = yield* newTake(maker, 0, 2_000_000n)
+      const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
+      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      expect(yield* escrowOrder(maker.orderId)).toEqual({ available: "3000000", locked: "2000000" })
+      yield* warp(1700)
+      yield* settleUntil("refunded", allIn(take.takeId, ["refunded"]))
+      yield* waitFor(
+        "the refund indexed",
+        Effect.map(escrowOrder(maker.orderId), (o) => o?.locked === "0"),
+      )
+      expect(yield* escrowOrder(maker.orderId)).toEqual({ available: "5000000", locked: "0" })
+      const m = yield* marks(maker.identityId, take.master)
+      expect(m.fades).toMatchObject({ chances: 0, fades: 0, flagged: false })
+      expect(m.unpaid.unpaid).toBe(unpaid0 + 1)
+    }),
+  )
+
+  it.effect("the maker never reveals: refundPayment after takerExpiry, refund after makerExpiry, a fade", () =>
+    Effect.gen(function* () {
+      const { aster } = yield* SettleEnv
+      const maker = yield* newMaker(4, 5_000_000n)
+      const take = yield* newTake(maker, 0, 1_500_000n)
+      const payer0 = yield* balanceOf(aster, PAYER.address)
+      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      yield* authorizePayment(aster, take, take.payKey)
+      yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
+      yield* warp(1100)
+      yield* settleUntil(
+        "the payment refunded",
+        Effect.map(balanceOf(aster, PAYER.address), (b) => b === payer0),
+      )
+      yield* warp(700)
+      yield* settleUntil("refunded", allIn(take.takeId, ["refunded"]))
+      const m = yield* marks(maker.identityId, take.master)
+      expect(m.fades).toMatchObject({ chances: 1, fades: 1, flagged: true })
+      expect(yield* balanceOf(aster, maker.payee)).toBe(0n)
+    }),
+  )
+
+  it.effect("the service stopped after the reveal: on restart it completes the claim", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const maker = yield* newMaker(5, 5_000_000n)
+      const take = yield* newTake(maker, 3, 700_000n)
+      // The service runs (the singleton's loop) through the payment…
+      const service = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      yield* waitFor("the lock final", allIn(take.takeId, ["locked"]))
+      yield* authorizePayment(aster, take, take.payKey)
+      yield* waitFor("the payment final", allIn(take.takeId, ["paid"]))
+      // …stops; the maker reveals meanwhile; the service starts again and delivers from the index's secret.
+      yield* Fiber.interrupt(service)
+      yield* reveal(maker, take.fills[0]!.digest, 3)
+      const again = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      yield* waitFor("settled", allIn(take.takeId, ["settled"]))
+      yield* Fiber.interrupt(again)
+      expect(yield* balanceOf(hl, take.recipient)).toBe(700_000n)
+      expect(yield* balanceOf(aster, maker.payee)).toBe(700_000n)
+    }),
+  )
+})
