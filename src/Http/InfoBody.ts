@@ -1,8 +1,8 @@
 import type { AppConfigShape } from "../Config.ts"
 
 /**
- * GET /v1/info without `server_time`: fixed for the process lifetime, built once. Both the
- * HttpApi handler and the fast path serve exactly this.
+ * GET /v1/info without `server_time`: fixed for the process lifetime, built once, served by the
+ * HttpApi handler.
  */
 export const infoFixed = ({ deployment, operator }: AppConfigShape) => {
   const { limits, settlement, access } = deployment

@@ -10,6 +10,7 @@ import {
   SignatureMalleable,
   StateConflict,
 } from "./Errors.ts"
+import { LeaseAuthentication } from "./LeaseAuthentication.ts"
 import { RequestBody } from "./RequestBody.ts"
 import { Authentication } from "./Security.ts"
 
@@ -48,6 +49,9 @@ const TypedData = Schema.Struct({
   message: Schema.Unknown,
 })
 
+/** The renewal's body; LeaseAuthenticationLive decodes it with this same schema before the framework does. */
+export const LeaseRequest = RequestBody("LeaseRequest", { ttl_seconds: Schema.Int.pipe(Schema.between(5, 120)) })
+
 /** Quote identities, maker credentials and the lease dead-man switch. */
 export class MakersApi extends HttpApiGroup.make("makers")
   .add(
@@ -77,19 +81,6 @@ export class MakersApi extends HttpApiGroup.make("makers")
       .addSuccess(QuoteIdentity)
       .addError(Forbidden)
       .addError(NotFound),
-  )
-  .add(
-    HttpApiEndpoint.put("renewLease", "/v1/quote-identities/:id/lease")
-      .setPath(Schema.Struct({ id: Uuid }))
-      .setPayload(RequestBody("LeaseRequest", { ttl_seconds: Schema.Int.pipe(Schema.between(5, 120)) }))
-      .addSuccess(Schema.Struct({ identity_id: Schema.String, generation: Schema.String, expires_at: Timestamp }))
-      .addError(Forbidden)
-      .addError(NotFound)
-      .addError(StateConflict)
-      .annotate(
-        OpenApi.Description,
-        "Renews the lease (database time). Before expiry the generation is kept; after it, it advances.",
-      ),
   )
   .add(
     HttpApiEndpoint.post("createCredential", "/v1/credentials")
@@ -132,5 +123,21 @@ export class MakersApi extends HttpApiGroup.make("makers")
           "Reserved settlements continue. Irreversible.",
       ),
   )
-  .middleware(Authentication)
+  // Every route above authenticates in the middleware; the renewal below authenticates an mk_ bearer in its
+  // own statement (LeaseAuthentication), so it is added after.
+  .middlewareEndpoints(Authentication)
+  .add(
+    HttpApiEndpoint.put("renewLease", "/v1/quote-identities/:id/lease")
+      .setPath(Schema.Struct({ id: Uuid }))
+      .setPayload(LeaseRequest)
+      .addSuccess(Schema.Struct({ identity_id: Schema.String, generation: Schema.String, expires_at: Timestamp }))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(StateConflict)
+      .middleware(LeaseAuthentication)
+      .annotate(
+        OpenApi.Description,
+        "Renews the lease (database time). Before expiry the generation is kept; after it, it advances.",
+      ),
+  )
   .annotate(OpenApi.Title, "Makers") {}

@@ -18,6 +18,7 @@ import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import { apiError, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
 import { requireScope, requireSession } from "./Guards.ts"
+import { LeaseCaller } from "./LeaseAuthentication.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 export const toQuoteIdentity = (row: QuoteIdentityRow) => ({
@@ -101,10 +102,16 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
       )
       .handle("renewLease", ({ path, payload }) =>
         Effect.gen(function* () {
+          const id = path.id.toLowerCase()
+          // An mk_ renewal was usually made already, in the statement that authenticated it (LeaseAuthenticationLive).
+          const caller = yield* LeaseCaller
+          if (caller._tag === "Revoked") return yield* apiError(StateConflict, "this quote identity is revoked")
+          if (caller._tag === "Renewed") {
+            return { identity_id: id, generation: caller.generation, expires_at: caller.lease_expires_at.toISOString() }
+          }
           // One round trip: visibility, the revoked check and the renewal are one statement. A credential sees
           // only its own identity (no query for another); a session only its master's.
-          const principal = yield* requireScope("quote")
-          const id = path.id.toLowerCase()
+          const principal = yield* requireScope("quote").pipe(Effect.provideService(CurrentPrincipal, caller.principal))
           if (principal._tag !== "Session" && principal.quoteIdentityId !== id) {
             return yield* apiError(NotFound, "no such quote identity")
           }

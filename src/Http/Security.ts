@@ -80,44 +80,55 @@ export const authenticateHeader = (
     } as Principal
   })
 
+/**
+ * What both authentication middlewares do with a bearer: a session is resolved, then charged one token of its
+ * request budget; an `mk_` credential is resolved and charged in one round trip (maker bots renew leases every
+ * few seconds). Unauthorized or RateLimited (with Retry-After) otherwise.
+ */
+export const bearerAuthenticator = Effect.gen(function* () {
+  const { deployment } = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  const resolver = yield* CredentialResolver
+  const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
+  const { requests_per_second: rate, request_burst: burst } = deployment.limits
+  const limited = (seconds: number) =>
+    Effect.zipRight(retryAfter(seconds), apiError(RateLimited, `request budget exhausted; retry in ${seconds} s`))
+  const charge = (principal: Principal) => {
+    const key = principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
+    return takeToken({ key, rate, burst }).pipe(
+      Effect.orDie,
+      Effect.flatMap((decision) =>
+        decision.allowed ? Effect.succeed(principal) : limited(decision.retryAfterSeconds),
+      ),
+    )
+  }
+  const credential = (token: string) =>
+    Effect.gen(function* () {
+      const resolved = yield* resolver.resolveCharged(sha256(token), { rate, burst })
+      if (Option.isNone(resolved)) return yield* unauthorized("unknown or revoked credential")
+      const { principal, retryAfterSeconds } = resolved.value
+      if (retryAfterSeconds !== null) return yield* limited(retryAfterSeconds)
+      return principal as Principal
+    })
+  const authenticate = (header: string | undefined) => {
+    const token = BEARER.exec(header ?? "")?.[1]
+    return (
+      token?.startsWith("mk_") === true
+        ? credential(token)
+        : Effect.flatMap(authenticateHeader(header, admins, resolver), charge)
+    ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+  }
+  /** The token of a well-formed bearer (`mk_…` for a credential), else undefined. */
+  const bearerToken = (header: string | undefined) => BEARER.exec(header ?? "")?.[1]
+  return { authenticate, bearerToken, bucket: { rate, burst } }
+})
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
-  Effect.gen(function* () {
-    const { deployment } = yield* AppConfig
-    const sql = yield* SqlClient.SqlClient
-    const resolver = yield* CredentialResolver
-    const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
-    const { requests_per_second: rate, request_burst: burst } = deployment.limits
-    const authenticate = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      authenticateHeader(request.headers.authorization, admins, resolver),
-    )
-    const limited = (seconds: number) =>
-      Effect.zipRight(retryAfter(seconds), apiError(RateLimited, `request budget exhausted; retry in ${seconds} s`))
-    const charge = (principal: Principal) => {
-      const key =
-        principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
-      return takeToken({ key, rate, burst }).pipe(
-        Effect.orDie,
-        Effect.flatMap((decision) =>
-          decision.allowed ? Effect.succeed(principal) : limited(decision.retryAfterSeconds),
-        ),
-      )
-    }
-    // An mk_ bearer (maker bots renewing leases every few seconds): lookup and budget in one round trip.
-    const credential = (token: string) =>
-      Effect.gen(function* () {
-        const resolved = yield* resolver.resolveCharged(sha256(token), { rate, burst })
-        if (Option.isNone(resolved)) return yield* unauthorized("unknown or revoked credential")
-        const { principal, retryAfterSeconds } = resolved.value
-        if (retryAfterSeconds !== null) return yield* limited(retryAfterSeconds)
-        return principal as Principal
-      })
-    return Authentication.of({
+  Effect.map(bearerAuthenticator, ({ authenticate }) =>
+    Authentication.of({
       bearer: () =>
-        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-          const token = BEARER.exec(request.headers.authorization ?? "")?.[1]
-          return token?.startsWith("mk_") === true ? credential(token) : Effect.flatMap(authenticate, charge)
-        }).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
-    })
-  }),
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticate(request.headers.authorization)),
+    }),
+  ),
 )

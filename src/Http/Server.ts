@@ -1,16 +1,13 @@
 import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
 import { Config, Console, Effect, Layer, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig } from "../Config.ts"
-import { toRfc3339 } from "../Domain/Primitives.ts"
 import { makeRequestObserver, routeTemplates } from "../Observability/HttpObserver.ts"
 import { LogOutput } from "../Observability/Log.ts"
 import { Tracing } from "../Observability/Tracing.ts"
 import { SecureRandom } from "../SecureRandom.ts"
-import { renewLeaseWithCredential } from "../Store/QuoteIdentities.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
 import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
@@ -20,12 +17,10 @@ import { AuthHandlers } from "./AuthHandlers.ts"
 import { ClientIdentity } from "./ClientIdentity.ts"
 import { CredentialResolverLive } from "./CredentialResolverLive.ts"
 import { EscrowHandlers } from "./EscrowHandlers.ts"
-import { installFastPaths } from "./FastPath.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
-import { infoFixed } from "./InfoBody.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
-import { installLeaseFastPath } from "./LeaseFastPath.ts"
+import { LeaseAuthenticationLive } from "./LeaseAuthenticationLive.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
 import { MarketHandlers } from "./MarketHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -51,6 +46,7 @@ export const HandlersLive = Layer.mergeAll(
   MarketHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
+  Layer.provide(LeaseAuthenticationLive),
   Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),
   Layer.provide(CredentialResolverLive),
@@ -65,8 +61,6 @@ export interface HttpOptions<R = never> {
   readonly host: string
   /** The API to serve and its routes; tests pass Api plus a probe group. */
   readonly api: { readonly layer: Layer.Layer<HttpApi.Api, never, R>; readonly routes: ReadonlyArray<Route> }
-  /** Serve GET /v1/info ahead of the framework (default true; tests compare both paths). */
-  readonly fastPaths?: boolean
 }
 
 /** The one start-up line saying where the service listens. */
@@ -74,16 +68,13 @@ const announce = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Console.log(`settlement service listening on ${address}`)),
 )
 
-/** The exposed headers of every response (CORS), for the framework and the fast path alike. */
+/** The exposed headers of every response (CORS). */
 const EXPOSED_HEADERS = ["x-request-id", "x-server-time", "retry-after", "x-event-cursor"]
 
 export const httpLayer = <R = never>(options: HttpOptions<R>) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const clock = yield* Effect.clock
-      const sql = yield* SqlClient.SqlClient
-      const { requests_per_second: rate, request_burst: burst } = config.deployment.limits
       // Request metrics always; the access line where the service's log is installed (src/Observability/Log.ts).
       const observe = makeRequestObserver(
         [...options.api.routes, ...RAW_ROUTES],
@@ -92,35 +83,6 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
       // A server span per request only when traces are exported (src/Observability/Tracing.ts).
       const tracing = (yield* Effect.serviceOption(Tracing)).pipe(Option.exists((t) => t.enabled))
       const traceRoute = tracing ? routeTemplates([...options.api.routes, ...RAW_ROUTES]) : undefined
-      // server_time is the only part that changes: splice it into the fixed JSON, in schema order.
-      const { api_version, ...rest } = infoFixed(config)
-      const template = JSON.stringify({ api_version, server_time: "\u0000", ...rest })
-      const [head, tail] = template.split('"\\u0000"') as [string, string]
-      const makeServer = () => {
-        const server = createServer()
-        if (options.fastPaths !== false) {
-          installFastPaths(server, {
-            routes: [{ path: "/v1/info", render: (now) => `${head}"${toRfc3339(now)}"${tail}` }],
-            origins: config.deployment.app_origins,
-            exposedHeaders: EXPOSED_HEADERS,
-            now: () => clock.unsafeCurrentTimeMillis(),
-            observe,
-          })
-          installLeaseFastPath(server, {
-            renew: (p) =>
-              Effect.runPromise(
-                renewLeaseWithCredential({ ...p, bucket: { rate, burst } }).pipe(
-                  Effect.provideService(SqlClient.SqlClient, sql),
-                ),
-              ),
-            origins: config.deployment.app_origins,
-            exposedHeaders: EXPOSED_HEADERS,
-            now: () => clock.unsafeCurrentTimeMillis(),
-            observe,
-          })
-        }
-        return server
-      }
       const serving = HttpApiBuilder.serve(
         globalMiddleware({
           origins: config.deployment.app_origins,
@@ -137,7 +99,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         // The platform's span per request costs a stack capture (with source maps under tsx, most of the
         // request's CPU time) and records the full URL: the global middleware makes its own when tracing.
         HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: options.port, host: options.host })),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
       )
       // Announced only once the app is attached: the socket listens as soon as the server is built, and a
       // request that arrived before the app was served would never be answered.

@@ -10,6 +10,13 @@ import type { Duplex } from "node:stream"
  * the headers inserted before the head's blank line; a head that already has one (a response the
  * framework rendered through node's ServerResponse) is left alone. Either way the socket's own
  * methods are restored on that first write, so the WebSocket's frames are never looked at.
+ *
+ * Why the socket and not a hook: ws's own way to add handshake headers is its WebSocketServer's `headers`
+ * event, but @effect/platform-node 0.108.2 (NodeHttpServer.make) creates that server privately
+ * (`noServer: true`) and calls `handleUpgrade` from its own `upgrade` listener, exposing neither; the app
+ * only sees the request. Reaching that instance would mean serving upgrades ourselves beside the platform,
+ * the kind of shadow server issue 22 removed. So the first write is the one place left; it is scoped to
+ * one upgrade request's socket and undone at once.
  */
 export const stampUpgradeAnswer = (socket: Duplex, headers: () => Record<string, string>): void => {
   const target = socket as Duplex & { write: Duplex["write"]; end: Duplex["end"] }

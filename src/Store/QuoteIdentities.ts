@@ -84,7 +84,7 @@ export const renewLease = (id: string, ttlSeconds: number, master: string | null
 /**
  * The renewal as two CTEs, `renewed` (generation, lease_expires_at of the renewed identity; no row
  * when it is revoked or `condition` fails) and the deactivation of older-generation sets. Shared by
- * renewLease and the lease fast path (src/Http/LeaseFastPath.ts), which adds its own condition.
+ * renewLease and renewLeaseWithCredential, which adds its own condition.
  */
 export const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: number, condition: Statement.Fragment) =>
   sql`renewed as (
@@ -112,8 +112,8 @@ export type CredentialRenewOutcome =
  * A lease renewal by an `mk_` bearer in one statement: the live credential by its token hash, with
  * the quote scope and bound to `id`; one token of its request budget (as the HTTP middleware takes
  * it, takeTokenStatement); and the renewal (renewalCtes). When the credential does not qualify or
- * its budget is empty nothing is written, so the caller can hand the request to the full pipeline,
- * which answers the precise error.
+ * its budget is empty nothing is written, so the caller can authenticate the bearer the ordinary way
+ * (one charge), which answers the precise error (src/Http/LeaseAuthenticationLive.ts).
  */
 export const renewLeaseWithCredential = (p: {
   readonly tokenHash: Buffer

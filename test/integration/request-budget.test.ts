@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, signIn } from "../support/SignIn.ts"
+import { TEST_ORIGIN } from "../support/TestConfig.ts"
 import { baseUrl } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
 
@@ -20,11 +21,18 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("request budg
       expect(limited.status).toBe(429)
       expect((limited.json as { error: { code: string } }).error.code).toBe("RATE_LIMITED")
       expect(Number(limited.headers["retry-after"])).toBeGreaterThanOrEqual(1)
+      expect((limited.json as { error: { request_id: string } }).error.request_id).toBe(limited.headers["x-request-id"])
+      expect(limited.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
+      expect(limited.headers["access-control-expose-headers"]).toBe(
+        "x-request-id,x-server-time,retry-after,x-event-cursor",
+      )
       // Budgets are per session.
       expect((yield* me(other)).status).toBe(200)
       // Public routes are free, with or without a token.
       for (let i = 0; i < 10; i++) {
-        expect((yield* rawRequest(`${base}/v1/info`, { headers: bearer(token) })).status).toBe(200)
+        const info = yield* rawRequest(`${base}/v1/info`, { headers: bearer(token) })
+        expect(info.status).toBe(200)
+        expect(info.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
       }
       // The bucket refills at the configured rate.
       yield* Effect.sleep("1100 millis")

@@ -1,0 +1,175 @@
+/**
+ * PUT /v1/quote-identities/{id}/lease through the framework (it once had a raw fast path ahead of it). A plain
+ * mk_ renewal is authenticated, charged and renewed in one statement inside the route
+ * (src/Http/LeaseAuthenticationLive.ts); every other request is authenticated as on every route and answered
+ * by the handler. Either way: the same body, status and headers on both JSON content types, CORS and the
+ * request id on every answer (request_id in an envelope equal to x-request-id), one charge per authenticated
+ * request, the bearer checked before the body.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { type RawResponse, rawRequest } from "../support/Http.ts"
+import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { bearer, signIn } from "../support/SignIn.ts"
+import { TEST_ORIGIN } from "../support/TestConfig.ts"
+import { baseUrl } from "../support/TestServer.ts"
+import { testStackWithChain } from "../support/TestStack.ts"
+
+// A slow refill, so that the stored bucket level shows each charge (one token, never two).
+const Live = testStackWithChain({ limits: { requests_per_second: 1, request_burst: 1000 } })
+
+const PLAIN = "application/json"
+const CHARSET = "application/json; charset=utf-8"
+const EXPOSED = "x-request-id,x-server-time,retry-after,x-event-cursor"
+
+const comparable = (headers: Record<string, unknown>) => {
+  const {
+    date: _d,
+    "x-request-id": _r,
+    "x-server-time": _t,
+    connection: _c,
+    "keep-alive": _k,
+    "content-length": _l,
+    ...rest
+  } = headers
+  return rest
+}
+
+const code = (r: { json: unknown }) => (r.json as { error?: { code: string } }).error?.code
+
+/** What every answer carries: CORS (one app origin configured), the request id and server time. */
+const expectStandardHeaders = (r: RawResponse) => {
+  expect(r.headers["access-control-allow-origin"]).toBe(TEST_ORIGIN)
+  expect(r.headers["access-control-expose-headers"]).toBe(EXPOSED)
+  expect(r.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+  expect(String(r.headers["x-server-time"])).toMatch(/^\d{13}$/)
+  const error = (r.json as { error?: { request_id: string; retryable: boolean } }).error
+  if (error !== undefined) {
+    expect(error.request_id).toBe(r.headers["x-request-id"])
+    expect(error.retryable).toBe(false)
+  }
+}
+
+layer(Live, { timeout: "120 seconds", excludeTestServices: true })("lease route", (it) => {
+  it.effect("renewals and errors: body, status and headers, one charge, the bearer before the body", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const master = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const stranger = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const identity = yield* registerIdentity(base, master, privateKeyToAccount(generatePrivateKey()))
+      const other = yield* registerIdentity(base, master, privateKeyToAccount(generatePrivateKey()))
+      const quote = yield* issueCredential(base, master, identity.id, ["quote"])
+      const read = yield* issueCredential(base, master, other.id, ["read"])
+      const put = (token: string, id: string, body: string, contentType = PLAIN, extra: Record<string, string> = {}) =>
+        rawRequest(`${base}/v1/quote-identities/${id}/lease`, {
+          method: "PUT",
+          headers: { ...bearer(token), "content-type": contentType, origin: TEST_ORIGIN, ...extra },
+          body,
+        })
+      const charged = (credentialId: string) =>
+        Effect.map(
+          sql<{ tokens: number }>`select tokens from rate_buckets where key = ${`credential:${credentialId}`}`,
+          (rows) => rows[0]?.tokens,
+        )
+
+      for (const extra of [{}, { "x-request-id": "3f1c2a9e-8b7d-4c6e-9a5b-1d2e3f4a5b6c" }]) {
+        const before = yield* charged(quote.id)
+        const a = yield* put(quote.token, identity.id, '{"ttl_seconds":30}', PLAIN, extra)
+        const b = yield* put(quote.token, identity.id, '{"ttl_seconds":30}', CHARSET, extra)
+        const after = yield* charged(quote.id)
+        expect([a.status, b.status]).toEqual([200, 200])
+        // Two renewals, two tokens (less what refilled meanwhile, 1/s); the first request creates the bucket.
+        if (before !== undefined) expect(before - after!).toBeGreaterThan(1.5)
+        if (before !== undefined) expect(before - after!).toBeLessThanOrEqual(2)
+        expect(Object.keys(a.json as object)).toEqual(["identity_id", "generation", "expires_at"])
+        expect(Object.keys(a.json as object)).toEqual(Object.keys(b.json as object))
+        const [ja, jb] = [a.json, b.json] as Array<{ identity_id: string; generation: string; expires_at: string }>
+        expect(ja).toMatchObject({ identity_id: identity.id, generation: "1" })
+        expect(jb).toMatchObject({ identity_id: identity.id, generation: "1" })
+        expect(ja!.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+        expect(Math.abs(Date.parse(ja!.expires_at) - Date.parse(jb!.expires_at))).toBeLessThan(5000)
+        expect(comparable(a.headers)).toEqual(comparable(b.headers))
+        expect(a.headers["content-type"]).toBe("application/json")
+        expectStandardHeaders(a)
+        expectStandardHeaders(b)
+        if ("x-request-id" in extra) expect(a.headers["x-request-id"]).toBe(extra["x-request-id"])
+      }
+      // The path's UUID in capitals names the same identity.
+      const upper = yield* put(quote.token, identity.id.toUpperCase(), '{"ttl_seconds":30}')
+      expect([upper.status, upper.json]).toEqual([200, expect.objectContaining({ identity_id: identity.id })])
+
+      // Every error: the same answer on both content types, charged once when the bearer authenticated.
+      const cases: Array<[string, string, string, number, string]> = [
+        [quote.token, identity.id, '{"ttl_seconds":4}', 400, "INVALID_REQUEST"],
+        [quote.token, identity.id, '{"ttl_seconds":121}', 400, "INVALID_REQUEST"],
+        [quote.token, identity.id, '{"ttl_seconds":005}', 400, "INVALID_REQUEST"],
+        [quote.token, identity.id, '{"ttl_seconds":30,"x":1}', 400, "INVALID_REQUEST"],
+        [quote.token, identity.id, "{", 400, "INVALID_REQUEST"],
+        [quote.token, "not-a-uuid", '{"ttl_seconds":30}', 400, "INVALID_REQUEST"],
+        [quote.token, other.id, '{"ttl_seconds":30}', 404, "NOT_FOUND"],
+        [read.token, other.id, '{"ttl_seconds":30}', 403, "FORBIDDEN"],
+        [`mk_${"z".repeat(40)}`, identity.id, '{"ttl_seconds":30}', 401, "UNAUTHORIZED"],
+        // The bearer is checked before the body.
+        [`mk_${"z".repeat(40)}`, identity.id, "{", 401, "UNAUTHORIZED"],
+      ]
+      for (const [token, id, body, status, errorCode] of cases) {
+        const answers: Array<RawResponse> = []
+        for (const contentType of [PLAIN, CHARSET]) {
+          const credentialId = token === quote.token ? quote.id : read.id
+          const before = yield* charged(credentialId)
+          const res = yield* put(token, id, body, contentType)
+          expect([res.status, code(res)], `${body} ${contentType}`).toEqual([status, errorCode])
+          expectStandardHeaders(res)
+          answers.push(res)
+          const after = yield* charged(credentialId)
+          // An authenticated request costs one token, less what refilled meanwhile (1/s).
+          if (status !== 401 && before !== undefined) expect(before - after!).toBeGreaterThan(0.5)
+          if (status !== 401 && before !== undefined) expect(before - after!).toBeLessThanOrEqual(1)
+        }
+        expect(comparable(answers[0]!.headers)).toEqual(comparable(answers[1]!.headers))
+        const messages = answers.map((r) => (r.json as { error: { message: string } }).error.message)
+        expect(messages[0]).toBe(messages[1])
+      }
+      // A body that is not JSON by its content type: 400, charged once.
+      const beforeText = yield* charged(quote.id)
+      const text = yield* put(quote.token, identity.id, '{"ttl_seconds":30}', "text/plain")
+      expect([text.status, code(text)]).toEqual([400, "INVALID_REQUEST"])
+      expectStandardHeaders(text)
+      expect(beforeText! - (yield* charged(quote.id))!).toBeGreaterThan(0.5)
+
+      // Sessions renew through the same route: their master's identity, 404 for another master's.
+      const own = yield* put(master, identity.id, '{"ttl_seconds":30}')
+      expect([own.status, own.json]).toEqual([200, expect.objectContaining({ identity_id: identity.id })])
+      expectStandardHeaders(own)
+      const foreign = yield* put(stranger, identity.id, '{"ttl_seconds":30}')
+      expect([foreign.status, code(foreign)]).toEqual([404, "NOT_FOUND"])
+      expectStandardHeaders(foreign)
+
+      // A revoked credential: 401 on both content types, nothing renewed.
+      const [lease] = yield* sql<{
+        at: Date
+      }>`select lease_expires_at as at from quote_identities where id = ${identity.id}`
+      const revoked = yield* rawRequest(`${base}/v1/credentials/${quote.id}`, {
+        method: "DELETE",
+        headers: bearer(master),
+      })
+      expect(revoked.status).toBe(200)
+      for (const contentType of [PLAIN, CHARSET]) {
+        const res = yield* put(quote.token, identity.id, '{"ttl_seconds":30}', contentType)
+        expect([res.status, code(res)]).toEqual([401, "UNAUTHORIZED"])
+        expectStandardHeaders(res)
+      }
+      const [afterRevoke] = yield* sql<{ at: Date; revoked_at: Date | null }>`
+        select lease_expires_at as at, revoked_at from quote_identities where id = ${identity.id}`
+      expect(afterRevoke!.revoked_at).not.toBeNull()
+      expect(afterRevoke!.at.getTime()).toBeLessThanOrEqual(lease!.at.getTime())
+      // The master's session on the revoked identity: 409 STATE_CONFLICT, as the spec says.
+      const conflict = yield* put(master, identity.id, '{"ttl_seconds":30}')
+      expect([conflict.status, code(conflict)]).toEqual([409, "STATE_CONFLICT"])
+      expectStandardHeaders(conflict)
+    }),
+  )
+})

@@ -1,0 +1,34 @@
+/**
+ * Every public route is answered by the framework (issue 22, "No shadow servers"): nothing in src patches a
+ * server's `emit` to answer ahead of it or writes a raw response head beside it. The operator listener
+ * (src/Observability/OperatorListener.ts) is a separate node:http server on its own port serving only
+ * GET /metrics, not the API; its one raw 404 is the only writeHead allowed.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { join, relative } from "node:path"
+import { describe, expect, it } from "vitest"
+
+const root = new URL("../..", import.meta.url).pathname
+const files = (dir: string): string[] =>
+  readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    return statSync(path).isDirectory() ? files(path) : path.endsWith(".ts") ? [path] : []
+  })
+
+const OPERATOR_LISTENER = "src/Observability/OperatorListener.ts"
+
+describe("no shadow servers", () => {
+  it("no server.emit patching and no raw writeHead in src (but the operator listener's own port)", () => {
+    const found = files(join(root, "src")).flatMap((path) => {
+      const name = relative(root, path)
+      return readFileSync(path, "utf8")
+        .split("\n")
+        .flatMap((line, i) =>
+          /\bserver\.emit\b|\.emit\s*=[^=]/.test(line) || (/\bwriteHead\s*\(/.test(line) && name !== OPERATOR_LISTENER)
+            ? [`${name}:${i + 1}: ${line.trim()}`]
+            : [],
+        )
+    })
+    expect(found).toEqual([])
+  })
+})
