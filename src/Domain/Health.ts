@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { Alert } from "./Alerts.ts"
 import { Timestamp } from "./Primitives.ts"
 
 /** One chain's entry of GET /health. Block numbers are decimal strings (lossless). */
@@ -61,6 +62,8 @@ const healthFields = {
   journal_unpublished: Schema.Int.pipe(Schema.nonNegative()),
   journal_oldest_unpublished_seconds: Schema.Int,
   cluster: ClusterHealth,
+  /** What waits for a person (src/Domain/Alerts.ts), beside the spec's fields. */
+  alerts: Schema.Array(Alert),
 }
 
 /** 200: every chain fresh at its final head, gas sufficient, < 32 pending transactions, no mismatch. */

@@ -1,8 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
+import { AppConfig } from "../Config.ts"
 import { HealthDegraded, HealthOk, MAX_PENDING_FOR_READY } from "../Domain/Health.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
+import { readAlerts } from "../Store/Alerts.ts"
 import { journalStats } from "../Store/Journal.ts"
 import { clusterHealth } from "../Store/RunnerStatus.ts"
 import { Api } from "./Api.ts"
@@ -14,6 +16,7 @@ import { Api } from "./Api.ts"
 export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function* () {
     const board = yield* ChainStatusBoard
+    const { deployment } = yield* AppConfig
     return handlers
       .handle("health", () =>
         Effect.gen(function* () {
@@ -37,6 +40,13 @@ export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
             journal._tag === "Right" &&
             chains.every((c) => c.ready && !c.integrity_mismatch) &&
             pendingCount < MAX_PENDING_FOR_READY
+          const alerts = yield* readAlerts({
+            nowMs: now,
+            chains,
+            cluster,
+            venues: deployment.venues,
+            settlement: deployment.settlement,
+          })
           const body = {
             ready,
             server_time: toRfc3339(now),
@@ -45,6 +55,7 @@ export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
             journal_unpublished: journalFigures.unpublished,
             journal_oldest_unpublished_seconds: journalFigures.oldestUnpublishedSeconds,
             cluster,
+            alerts,
           }
           return ready
             ? new HealthOk({ status: "ok", ...body })

@@ -101,9 +101,12 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
           "journal_oldest_unpublished_seconds",
           // Supervision beside the spec's fields (no cluster runs in this test: empty, and no 500).
           "cluster",
+          // What waits for a person (src/Domain/Alerts.ts): nothing here (no chain checked yet, no rows).
+          "alerts",
         ].sort(),
       )
       expect(body.cluster).toEqual({ actors: [], mailbox_depth: 0, runners: [] })
+      expect(body.alerts).toEqual([])
       expect(body.status).toBe("degraded")
       expect(body.ready).toBe(false)
       expect(body.pending_transactions).toBe(0)
