@@ -8,13 +8,13 @@ import { runOrderFunding } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
+import { mockCoreDepositWalletAbi, mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { VenueAdaptersLive } from "../../src/Venues/VenueAdaptersLive.ts"
-import { sendCalls, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { account, key, sendCalls, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestChainTag } from "../support/ChainStack.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
@@ -42,6 +42,8 @@ const Live = Layer.unwrapScoped(
       venues: [hl, { ...aster, kind: "aster" }],
       auth: { rpc_urls: [chain.anvil.rpcUrl] },
       settlement: { escrow_version: 2 },
+      // Not anvil #0: the deployer switches the venue mock's refusal while the relayer owns the operator's nonces.
+      operator_key: key(9),
     })
     return Layer.mergeAll(
       ChainClients.layerWith(),
@@ -191,8 +193,15 @@ const escrowOf = (base: string, o: Owner) =>
 const closesOf = (orderId: string) =>
   Effect.flatMap(
     SqlClient.SqlClient,
-    (sql) => sql<{ kind: string; state: string; escrow_version: number; escrow: string; released: string | null }>`
-      select kind, state, escrow_version::int as escrow_version, escrow, released::text from closes
+    (sql) => sql<{
+      kind: string
+      state: string
+      escrow_version: number
+      escrow: string
+      released: string | null
+      refused: boolean | null
+    }>`
+      select kind, state, escrow_version::int as escrow_version, escrow, released::text, refused from closes
       where order_id = ${orderId} order by created_at`,
   )
 
@@ -202,12 +211,37 @@ const untilCloseEnds = (orderId: string, n: number) =>
     within: "60 seconds",
   })
 
+/** Switches the venue mock's refusal (owned by the deployer, anvil #0, which this test's service never uses). */
+const setRefusing = (refusing: boolean) =>
+  Effect.flatMap(TestChainTag, (chain) =>
+    Effect.promise(() =>
+      sendCalls(chain, account(0), [
+        {
+          to: chain.deployment.contracts.venue.address,
+          data: encodeFunctionData({ abi: mockCoreDepositWalletAbi, functionName: "setRefusing", args: [refusing] }),
+        },
+      ]),
+    ),
+  )
+
+const v2Balance = (owner: Address) =>
+  Effect.flatMap(TestChainTag, (chain) =>
+    Effect.promise(() =>
+      chain.pub.readContract({
+        address: chain.escrowV2!,
+        abi: settlementEscrowV2Abi,
+        functionName: "balanceOf",
+        args: [owner],
+      }),
+    ),
+  )
+
 /** prepare → the owner signs the CloseOffer exactly as returned → POST /v1/escrow/close. */
-const signedClose = (base: string, o: Owner, orderId: string) =>
+const signedClose = (base: string, o: Owner, orderId: string, toMargin = false) =>
   Effect.gen(function* () {
     const prepared = yield* post(
       `${base}/v1/escrow/close/prepare`,
-      { venue: "hyperliquid", order_id: orderId, to_margin: false },
+      { venue: "hyperliquid", order_id: orderId, to_margin: toMargin },
       o.auth,
     )
     expect(prepared.status, prepared.text).toBe(200)
@@ -218,7 +252,7 @@ const signedClose = (base: string, o: Owner, orderId: string) =>
       dex: p.dex,
       nonce: p.nonce,
       deadline: p.deadline,
-      to_margin: false,
+      to_margin: toMargin,
       signature: yield* sign(o.owner, p.to_sign[0]),
     }
     return { typedData: p.to_sign[0]!.typed_data, body }
@@ -381,6 +415,60 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("orders on th
         // Nothing of either order is shown any more.
         const after = yield* escrowOf(base, o)
         expect(after.filter((r) => r.order_id === a.order.id || r.order_id === b.order.id)).toEqual([])
+        yield* stop
+      }),
+  )
+
+  it.effect(
+    "a refused close to margin lands in the v2 zero-id balance, shown beside the orders, and closes by signature",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const stop = yield* background
+        const o = yield* newOwner(base)
+        const owner = o.owner.address
+        const c = yield* createOrder(base, o, "v2-c")
+        const signed = yield* post(
+          `${base}/v1/orders/${c.order.id}/signatures`,
+          {
+            fund_order: yield* sign(
+              o.owner,
+              c.to_sign.find((i) => i.kind === "fund_order"),
+            ),
+            permit: yield* sign(
+              o.owner,
+              c.to_sign.find((i) => i.kind === "permit"),
+            ),
+          },
+          o.auth,
+        )
+        expect(signed.status, signed.text).toBe(200)
+        expect((yield* untilState(base, o, c.order.id, ["funded", "failed"])).state).toBe("funded")
+        yield* setRefusing(true)
+        const toMargin = yield* signedClose(base, o, c.order.id, true)
+        const accepted = yield* post(`${base}/v1/escrow/close`, toMargin.body, o.auth)
+        expect(accepted.status, accepted.text).toBe(200)
+        const [refused] = yield* untilCloseEnds(c.order.id, 1)
+        yield* setRefusing(false)
+        expect(refused).toMatchObject({ state: "final", escrow_version: 2, released: "7000000", refused: true })
+        expect(yield* v2Balance(owner)).toBe(AMOUNT)
+        const zero = `0x${"00".repeat(32)}`
+        const shown = yield* escrowOf(base, o)
+        expect(shown.find((r) => r.order_id === zero)).toMatchObject({
+          venue: "hyperliquid",
+          owner: owner.toLowerCase(),
+          available: "7000000",
+          managed: false,
+          closing: false,
+        })
+        const closeZero = yield* signedClose(base, o, zero)
+        const released = yield* post(`${base}/v1/escrow/close`, closeZero.body, o.auth)
+        expect(released.status, released.text).toBe(200)
+        const [zeroClose] = yield* untilCloseEnds(zero, 1)
+        expect(zeroClose).toMatchObject({ state: "final", escrow_version: 2, released: "7000000", refused: false })
+        expect(yield* v2Balance(owner)).toBe(0n)
+        expect(yield* wallet(owner)).toBe(20_000_000n)
+        expect((yield* escrowOf(base, o)).find((r) => r.order_id === zero)).toBeUndefined()
         yield* stop
       }),
   )

@@ -13,7 +13,7 @@ import {
   zeroHash,
 } from "viem"
 import { describe, expect, it } from "vitest"
-import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
+import { mockUSDCAbi, settlementEscrowAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import {
   allowedFunction,
   compileAllowlist,
@@ -66,6 +66,26 @@ describe("relayer policy", () => {
         "refundPayment",
       ].sort(),
     )
+  })
+
+  it("allowlist: a configured v2 escrow's state-changing functions, at its own address only", () => {
+    const V2 = "0x00000000000000000000000000000000000000e2" as Address
+    const allow = compileAllowlist(
+      Schema.decodeUnknownSync(VenueConfig)({
+        ...DevelopmentConfig.venues[0],
+        escrow_v2: { address: V2, deployment_block: 0 },
+      }),
+    )
+    const operatorClose = encodeFunctionData({
+      abi: settlementEscrowV2Abi,
+      functionName: "operatorClose",
+      args: [TOKEN, zeroHash, 0, false],
+    })
+    expect(allowedFunction(allow, V2, operatorClose)).toBe("operatorClose(address,bytes32,uint32,bool)")
+    expect(allowedFunction(allow, escrow, operatorClose)).toBeUndefined()
+    const view = encodeFunctionData({ abi: settlementEscrowV2Abi, functionName: "balanceOf", args: [TOKEN] })
+    expect(allowedFunction(allow, V2, view)).toBeUndefined()
+    expect(allowedFunction(compileAllowlist(venue), V2, operatorClose)).toBeUndefined()
   })
 
   it("first fees: twice the base fee plus the tip, capped", () => {
