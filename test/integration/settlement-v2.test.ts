@@ -13,6 +13,7 @@ import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { identityFades, takerUnpaidLocks } from "../../src/Store/SettlementV2.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
@@ -206,38 +207,87 @@ const marks = (identityId: string, master: string) =>
   })
 
 layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v2 on devnet", (it) => {
-  it.effect("a v2 take settles end to end: lock → authorisation → payTake → the maker's reveal → claim", () =>
+  it.effect(
+    "a v2 take over two makers settles end to end: locks → authorisation → one payTake → reveals → claims",
+    () =>
+      Effect.gen(function* () {
+        const { hl, aster } = yield* SettleEnv
+        const sql = yield* SqlClient.SqlClient
+        const A = yield* newMaker(1, 5_000_000n)
+        const B = yield* newMaker(6, 5_000_000n)
+        const payKey = privateKeyToAccount(generatePrivateKey())
+        const recipient = fresh()
+        const take = yield* signedTakeV2(hl, aster, {
+          payer: PAYER,
+          payKey: payKey.address,
+          recipient,
+          parts: [
+            { order: A, amountIn: 1_000_000n, amountOut: 1_000_000n, index: 0 },
+            { order: B, amountIn: 400_000n, amountOut: 400_000n, index: 5 },
+          ],
+          makerVenue: M,
+          takerVenue: T,
+        })
+        const payer0 = yield* balanceOf(aster, PAYER.address)
+
+        yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
+        // Every lock final: the take asks for the pay key's authorisation, once; nothing is paid without it.
+        expect((yield* journalKinds(take.takeId)).filter((k) => k === "take.pay_authorization_requested")).toHaveLength(
+          1,
+        )
+        yield* pass
+        expect(yield* allIn(take.takeId, ["locked"])).toBe(true)
+        yield* authorizePayment(aster, take, payKey)
+        yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
+        expect(payer0 - (yield* balanceOf(aster, PAYER.address))).toBe(1_400_000n)
+        // One payTake for the take: one relayer request, its key in both fills.
+        const pays = yield* sql<{
+          pay_key: string
+        }>`select distinct pay_key from fills where take_id = ${take.takeId}::uuid`
+        expect(pays).toHaveLength(1)
+        const [requests] = yield* sql<{ n: number }>`select count(*)::int as n from relayer_requests
+        where idempotency_key like ${`settle:take:${take.takeId}:payTake%`}`
+        expect(requests!.n).toBe(1)
+
+        // Paid and final: the service waits for the makers (it has no secret).
+        yield* pass
+        expect(yield* allIn(take.takeId, ["paid"])).toBe(true)
+        yield* reveal(A, take.fills[0]!.digest, 0)
+        yield* reveal(B, take.fills[1]!.digest, 5)
+        yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
+
+        expect(yield* balanceOf(hl, recipient)).toBe(1_400_000n)
+        expect(yield* balanceOf(aster, A.payee)).toBe(1_000_000n)
+        expect(yield* balanceOf(aster, B.payee)).toBe(400_000n)
+        const orders = yield* sql<{ id: string; filled: string; received: string }>`
+        select id, filled::text, received::text from orders where id in (${A.orderId}, ${B.orderId})`
+        expect(orders.find((o) => o.id === A.orderId)).toMatchObject({ filled: "1000000", received: "1000000" })
+        expect(orders.find((o) => o.id === B.orderId)).toMatchObject({ filled: "400000", received: "400000" })
+        const [t] = yield* sql<{ state: string }>`select state from takes where id = ${take.takeId}::uuid`
+        expect(t!.state).toBe("settled")
+        expect((yield* marks(A.identityId, take.master)).fades).toMatchObject({ chances: 1, fades: 0, flagged: false })
+      }),
+  )
+
+  it.effect("the pay key cancels before authorising: cancelLock relayed at once, the order's funds back", () =>
     Effect.gen(function* () {
-      const { hl, aster } = yield* SettleEnv
+      const { hl } = yield* SettleEnv
       const sql = yield* SqlClient.SqlClient
-      const maker = yield* newMaker(1, 5_000_000n)
-      const take = yield* newTake(maker, 0, 1_000_000n)
-      const payer0 = yield* balanceOf(aster, PAYER.address)
-
+      const maker = yield* newMaker(7, 5_000_000n)
+      const take = yield* newTake(maker, 1, 300_000n)
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
-      // Every lock final: the take asks for the pay key's authorisation, once; nothing is paid without it.
-      expect((yield* journalKinds(take.takeId)).filter((k) => k === "take.pay_authorization_requested")).toHaveLength(1)
-      yield* pass
-      expect(yield* allIn(take.takeId, ["locked"])).toBe(true)
-      yield* authorizePayment(aster, take, take.payKey)
-      yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
-      expect(payer0 - (yield* balanceOf(aster, PAYER.address))).toBe(1_000_000n)
-
-      // Paid and final: the service waits for the maker (it has no secret).
-      yield* pass
-      expect(yield* allIn(take.takeId, ["paid"])).toBe(true)
-      yield* reveal(maker, take.fills[0]!.digest, 0)
-      yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
-
-      expect(yield* balanceOf(hl, take.recipient)).toBe(1_000_000n)
-      expect(yield* balanceOf(aster, maker.payee)).toBe(1_000_000n)
-      const [order] = yield* sql<{ filled: string; received: string }>`
-        select filled::text, received::text from orders where id = ${maker.orderId}`
-      expect(order).toEqual({ filled: "1000000", received: "1000000" })
-      const [t] = yield* sql<{ state: string }>`select state from takes where id = ${take.takeId}::uuid`
-      expect(t!.state).toBe("settled")
-      const m = yield* marks(maker.identityId, take.master)
-      expect(m.fades).toMatchObject({ chances: 1, fades: 0, flagged: false })
+      const digest = take.fills[0]!.digest
+      const cancel = yield* Effect.promise(() =>
+        take.payKey.signTypedData(cancelFillTypedData(hl.chain.id, hl.escrowV2!, digest)),
+      )
+      yield* sql`update fills set cancel_signature = ${cancel} where id = ${take.fills[0]!.id}::uuid`
+      yield* settleUntil("cancelled", allIn(take.takeId, ["cancelled"]))
+      yield* waitFor(
+        "the cancel indexed",
+        Effect.map(escrowOrder(maker.orderId), (o) => o?.locked === "0"),
+      )
+      expect(yield* escrowOrder(maker.orderId)).toEqual({ available: "5000000", locked: "0" })
+      expect((yield* marks(maker.identityId, take.master)).fades).toMatchObject({ chances: 0, fades: 0 })
     }),
   )
 
@@ -247,6 +297,11 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       const take = yield* newTake(maker, 0, 2_000_000n)
       const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      // The fill may be locked from the relayer's final outcome before the index page lands.
+      yield* waitFor(
+        "the lock indexed",
+        Effect.map(escrowOrder(maker.orderId), (o) => o?.locked === "2000000"),
+      )
       expect(yield* escrowOrder(maker.orderId)).toEqual({ available: "3000000", locked: "2000000" })
       yield* warp(1700)
       yield* settleUntil("refunded", allIn(take.takeId, ["refunded"]))
