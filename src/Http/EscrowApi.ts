@@ -118,7 +118,10 @@ export class EscrowApi extends HttpApiGroup.make("escrow")
         "The terms of a close and the CloseOffer the order's owner (your linked address) signs: a random nonce, a " +
           "deadline one hour ahead, dex and to_margin (default true; false sends the funds to the owner's wallet " +
           "and requires dex 0). Refused for a managed order, an order below 1,000,000 base units (not the zero " +
-          "id), a pending close, and a zero-id release into margin below the venue's release_minimum.",
+          "id), a pending close, and a zero-id release into margin below the venue's release_minimum. The " +
+          "CloseOffer is in the domain of the escrow holding the order (version 1 or 2). An order on the v2 escrow " +
+          "is closeable by signature whatever it holds and whoever operates it: the close is sticky (no new fill " +
+          "can lock it, and later releases pay the owner).",
       ),
   )
   .add(
@@ -155,7 +158,8 @@ export class EscrowApi extends HttpApiGroup.make("escrow")
           "true. At most 10 pending closes per owner and chain (CLOSE_LIMIT); the same terms again return the same " +
           "close. closing turns false when the transaction is final (funds in margin or the wallet, or in the " +
           "zero-id balance when the venue refused the deposit), when it reverts (close again with a new " +
-          "signature), or one minute after the deadline.",
+          "signature), or one minute after the deadline. The domain the owner signed names the escrow (version 1 " +
+          "or 2) the close goes to.",
       ),
   )
   .add(
@@ -181,7 +185,8 @@ export class EscrowApi extends HttpApiGroup.make("escrow")
         OpenApi.Description,
         "Closes a managed order (operated by this service) of your linked address through the escrow's " +
           "operatorClose; the funds go only to the owner. Same queue and closing states as a close by signature; " +
-          "the same terms while pending return the same close.",
+          "the same terms while pending return the same close. On the v2 escrow this releases what is available " +
+          "but is not sticky: only the owner's signed close stops the order.",
       ),
   )
   .middleware(Authentication)
