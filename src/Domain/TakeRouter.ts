@@ -39,6 +39,11 @@ export interface TakeCandidate {
   readonly quotable: bigint
   /** The set's quote_size minus what is already reserved or filled under (order, sequence). */
   readonly setRemaining: bigint
+  /**
+   * Settlement v2: how many more fills the set can take, one per unused hashlock index (hashlock_count minus the
+   * indexes already reserved). Absent: unbounded (v1). Shared by every quote of the set (the smallest given).
+   */
+  readonly hashlocksLeft?: number
 }
 
 export interface TakeFill {
@@ -83,6 +88,7 @@ const compareCandidates = (a: TakeCandidate, b: TakeCandidate): number =>
   cmp(a.minFill, b.minFill) ||
   cmp(a.quotable, b.quotable) ||
   cmp(a.setRemaining, b.setRemaining) ||
+  cmp(a.hashlocksLeft ?? -1, b.hashlocksLeft ?? -1) ||
   cmp(a.supply, b.supply) ||
   cmp(a.identityId, b.identityId)
 
@@ -114,7 +120,8 @@ export const amountInFor = (amountOut: bigint, supply: bigint, receive: bigint) 
  * - when fillMax (not money or capacity) is what bounded a fill, the same quote is filled again (best price first),
  *   while parts remain;
  * - quotes of one order share its quotable (the smallest given for that order), quotes of one set share its
- *   remaining (the smallest given for that (order, sequence));
+ *   remaining and its hashlocks left (the smallest given for that (order, sequence)); a set with no hashlock left
+ *   makes no more fills;
  * - at most `maxParts` fills; Σ amountIn ≤ amountIn (the rest is not spent).
  *
  * Greedy by price is optimal for every unit routed when money or liquidity runs out first; when `maxParts` is what
@@ -130,12 +137,17 @@ export const routeTake = (request: TakeRouteRequest): TakeRoute => {
   const ordered = request.candidates.filter(usable).sort(compareCandidates)
   const orderLeft = new Map<string, bigint>()
   const setLeft = new Map<string, bigint>()
+  const locksLeft = new Map<string, number>()
   for (const c of ordered) {
     const q = c.quotable > 0n ? c.quotable : 0n
     const s = c.setRemaining > 0n ? c.setRemaining : 0n
     const key = setKey(c.orderId, c.sequence)
     orderLeft.set(c.orderId, min(orderLeft.get(c.orderId) ?? q, q))
     setLeft.set(key, min(setLeft.get(key) ?? s, s))
+    if (c.hashlocksLeft !== undefined) {
+      const h = Math.max(0, c.hashlocksLeft)
+      locksLeft.set(key, Math.min(locksLeft.get(key) ?? h, h))
+    }
   }
   const fills: Array<TakeFill> = []
   const seen = new Set<string>()
@@ -149,7 +161,7 @@ export const routeTake = (request: TakeRouteRequest): TakeRoute => {
     const key = setKey(c.orderId, c.sequence)
     // in × supply < out × receive + supply ≤ MAX_UINT256 whenever out ≤ (MAX_UINT256 − supply) / receive.
     const arithmeticCap = (MAX_UINT256 - c.supply) / c.receive
-    while (fills.length < maxParts && left > 0n) {
+    while (fills.length < maxParts && left > 0n && (locksLeft.get(key) ?? 1) > 0) {
       const cap = min(min(fillMax, arithmeticCap), min(orderLeft.get(c.orderId)!, setLeft.get(key)!))
       const out = min(amountOutFor(left, c.supply, c.receive), cap)
       if (out <= 0n || out < c.minFill) break
@@ -165,6 +177,7 @@ export const routeTake = (request: TakeRouteRequest): TakeRoute => {
       totalOut += out
       orderLeft.set(c.orderId, orderLeft.get(c.orderId)! - out)
       setLeft.set(key, setLeft.get(key)! - out)
+      if (locksLeft.has(key)) locksLeft.set(key, locksLeft.get(key)! - 1)
     }
   }
   return { fills, totalIn: (amountIn > 0n ? amountIn : 0n) - left, totalOut }

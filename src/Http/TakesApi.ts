@@ -74,6 +74,10 @@ export const TakeFill = Schema.Struct({
   final: Schema.Boolean,
   error: Schema.String,
   transactions: Schema.Array(TakeTransaction),
+  /** Settlement v2 only: the Fill digest (key of its lock and its payment). */
+  fill_digest: Schema.optional(Schema.String),
+  /** Settlement v2 only: the Fill's hashlock index in its quote set. */
+  hashlock_index: Schema.optional(Schema.Int),
 }).annotations({ identifier: "TakeFill" })
 
 export const Take = Schema.Struct({
@@ -96,6 +100,14 @@ export const Take = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   fills: Schema.Array(TakeFill),
+  /** Settlement v2 only (absent on a v1 take): 2. */
+  escrow_version: Schema.optional(Schema.Int),
+  /** Settlement v2 only: the client's pay key (lowercase), named in every Fill. */
+  pay_key: Schema.optional(Schema.String),
+  /** Settlement v2 only: payBy of every Fill (chain Unix seconds): the payment must be made by then. */
+  pay_by: Schema.optional(Schema.Int),
+  /** Settlement v2 only: when the pay key's payment authorisation was accepted. */
+  pay_authorized_at: Schema.optional(Schema.NullOr(Timestamp)),
 }).annotations({ identifier: "Take" })
 
 export const TakeSignItem = Schema.Struct({
@@ -103,6 +115,8 @@ export const TakeSignItem = Schema.Struct({
   signer: Schema.String,
   typed_data: Schema.Unknown,
   fill_id: Schema.optional(Schema.UUID),
+  /** Settlement v2 `margin_move`: the Fill's EIP-712 digest, as the client must recompute it. */
+  digest: Schema.optional(Schema.String),
 }).annotations({ identifier: "TakeSignItem" })
 
 export const TakeWithSignItems = Schema.Struct({ take: Take, to_sign: Schema.Array(TakeSignItem) }).annotations({
@@ -148,6 +162,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
           payer: Address,
           recipient: Address,
           max_parts: Schema.Int.pipe(Schema.between(1, 8)),
+          pay_key: Schema.optional(Address),
         }),
       )
       .addSuccess(TakeWithSignItems)
@@ -169,7 +184,12 @@ export class TakesApi extends HttpApiGroup.make("takes")
           "receives on `to`, into margin. min_out not reachable within max_parts: NO_LIQUIDITY, nothing reserved. " +
           "Sign within limits.pay_window_seconds or the reservations release and the take expires. The same " +
           "client_take_id with the same parameters answers the same take and to_sign; other parameters 409 " +
-          "STATE_CONFLICT.",
+          "STATE_CONFLICT. Settlement v2 (settlement.escrow_version 2, both venues with a v2 escrow): `pay_key` " +
+          "(the client's fresh key's address) is required (else 400 INVALID_REQUEST); the take routes over v2 " +
+          "orders only, each Fill names the pay key, payBy (`pay_by`, one for the take) and a hashlock of the " +
+          "maker's set, each `margin_move` carries the Fill's `digest`, the permit's spender is the `from` v2 " +
+          "escrow with deadline payBy, and pay_deadline leaves time to lock and authorise payment before payBy. " +
+          "Without v2, `pay_key` is ignored.",
       ),
   )
   .add(
@@ -177,10 +197,19 @@ export class TakesApi extends HttpApiGroup.make("takes")
       .setPath(Schema.Struct({ id: Schema.UUID }))
       .setPayload(
         RequestBody("TakeSignaturesRequest", {
-          permit: SignatureHex,
-          fills: Schema.Array(RequestBody("FillSignature", { fill_id: Schema.UUID, signature: SignatureHex })).pipe(
-            Schema.minItems(1),
-            Schema.maxItems(8),
+          permit: Schema.optional(SignatureHex),
+          fills: Schema.optional(
+            Schema.Array(RequestBody("FillSignature", { fill_id: Schema.UUID, signature: SignatureHex })).pipe(
+              Schema.minItems(1),
+              Schema.maxItems(8),
+            ),
+          ),
+          pay_authorization: Schema.optional(SignatureHex),
+          cancels: Schema.optional(
+            Schema.Array(RequestBody("CancelSignature", { fill_id: Schema.UUID, signature: SignatureHex })).pipe(
+              Schema.minItems(1),
+              Schema.maxItems(8),
+            ),
           ),
         }),
       )
@@ -198,7 +227,13 @@ export class TakesApi extends HttpApiGroup.make("takes")
         "The payer's signatures of `to_sign`: `permit` and one entry per fill {fill_id, signature} (every fill " +
           "exactly once), 65-byte low-s ECDSA signatures by the payer. Accepted while the take is reserved and its " +
           "pay window is open: the take and its fills go signed and settlement starts. The same signatures again " +
-          "answer the same take (200). After pay_deadline (or once the take ended otherwise): 409 STATE_CONFLICT.",
+          "answer the same take (200). After pay_deadline (or once the take ended otherwise): 409 STATE_CONFLICT. " +
+          "Settlement v2, the pay key's signatures instead (one kind per request): `pay_authorization` = the " +
+          "`pay_authorization` item of `to_sign` (PayTake over the take's Fill digests, offered once every lock is " +
+          "final, until payBy) signed by the pay key: stored once (a repeat answers 200 unchanged); before every " +
+          "lock is final or after payBy 409 STATE_CONFLICT; another signer 422 SIGNATURE_INVALID. `cancels`: " +
+          "{fill_id, signature} of CancelFill(Fill digest) by the pay key in the `to` v2 escrow's domain; a fill " +
+          "keeps its first cancel; the service relays it only on the abort path (no payment by payBy).",
       ),
   )
   .add(

@@ -1,15 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Either, Option } from "effect"
-import { type Address, type Hex, verifyTypedData } from "viem"
+import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.ts"
-import { canonicalSignature } from "../Domain/Signature.ts"
-import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { routeTake, type TakeCandidate } from "../Domain/TakeRouter.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "../Store/QuoteCandidates.ts"
-import { createTake } from "../Store/TakeCreate.ts"
+import { loadQuoteCandidatesV2, toTakeCandidateV2 } from "../Store/QuoteCandidatesV2.ts"
+import { createTake, takeEscrowVersion } from "../Store/TakeCreate.ts"
 import type { TakeCreateError } from "../Store/TakeErrors.ts"
 import { signTake } from "../Store/Takes.ts"
-import { type TakeSignItem, type TakeWithSignItems, takeOwnedBy } from "../Store/TakeView.ts"
+import { type TakeWithSignItems, takeOwnedBy } from "../Store/TakeView.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import {
@@ -21,11 +19,11 @@ import {
   NotFound,
   PayerNotLinked,
   SignatureInvalid,
-  SignatureMalformed,
   StateConflict,
 } from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
-import { shapeFailure } from "./SignatureFailure.ts"
+import { acceptCancels, acceptPayAuthorization } from "./TakePayKey.ts"
+import { canonical, signedBy } from "./TakeSignatures.ts"
 
 const candidateKey = (orderId: string, sequence: bigint | string, quoteIndex: number) =>
   `${orderId}/${sequence}/${quoteIndex}`
@@ -63,20 +61,6 @@ const ownTake = (id: string, master: string) =>
     Option.isSome(v) ? Effect.succeed(v.value) : apiError(NotFound, "no such take"),
   )
 
-/** A 65-byte low-s signature in canonical form (v 27/28), or the shape error as the API answers it. */
-const canonical = (signature: string) =>
-  Effect.gen(function* () {
-    const kind = yield* checkSignatureShape(signature).pipe(Effect.catchAll(shapeFailure))
-    if (kind !== "eoa") return yield* apiError(SignatureMalformed, "a 65-byte r||s||v signature is required")
-    const c = canonicalSignature(signature as Hex)
-    return Either.isRight(c) ? c.right : yield* apiError(SignatureMalformed, c.left.message)
-  })
-
-const signedBy = (item: TakeSignItem, signer: string, signature: Hex) =>
-  Effect.promise(() =>
-    verifyTypedData({ ...item.typed_data, address: signer as Address, signature }).catch(() => false),
-  )
-
 export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
@@ -93,15 +77,22 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
           if (from.id === to.id) return yield* apiError(InvalidRequest, "from and to must be different venues")
           const amountIn = BigInt(payload.amount_in)
           if (amountIn === 0n) return yield* apiError(InvalidRequest, "amount_in must be positive")
-          const rows = yield* loadQuoteCandidates({
+          const query = {
             from: { id: from.id, chainId: from.chain_id, token: from.token },
             to: to.id,
             lockCutoffSeconds: deployment.settlement.lock_cutoff_seconds,
-          }).pipe(Effect.orDie)
+          }
+          // A v2 deployment routes over v2 sets only, as POST /v1/takes does.
+          const v2 = takeEscrowVersion(deployment, from, to) === 2
+          const rows: ReadonlyArray<QuoteCandidateRow> = yield* (
+            v2 ? loadQuoteCandidatesV2({ ...query, takerEscrow: from.escrow_v2!.address }) : loadQuoteCandidates(query)
+          ).pipe(Effect.orDie)
           const byKey = new Map<string, QuoteCandidateRow>()
           const candidates: Array<TakeCandidate> = []
           for (const row of rows) {
-            const candidate = toTakeCandidate(row)
+            const candidate = v2
+              ? toTakeCandidateV2(row as Parameters<typeof toTakeCandidateV2>[0])
+              : toTakeCandidate(row)
             if (candidate === undefined) continue
             byKey.set(candidateKey(row.order_id, row.sequence, row.quote_index), row)
             candidates.push(candidate)
@@ -146,6 +137,7 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
             payer: payload.payer,
             recipient: payload.recipient,
             maxParts: payload.max_parts,
+            payKey: payload.pay_key,
           }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
           return wire(out)
         }),
@@ -154,6 +146,25 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
         Effect.gen(function* () {
           const session = yield* requireSession
           const view = yield* ownTake(path.id, session.master)
+          const walletItems = payload.permit !== undefined || payload.fills !== undefined
+          const payKeyItems = [payload.pay_authorization, payload.cancels].filter((x) => x !== undefined).length
+          if (walletItems ? payKeyItems > 0 : payKeyItems !== 1) {
+            return yield* apiError(
+              InvalidRequest,
+              "give either permit and fills (the payer's), or pay_authorization, or cancels (the pay key's)",
+            )
+          }
+          if (payload.pay_authorization !== undefined) {
+            yield* acceptPayAuthorization(view, session.master, payload.pay_authorization)
+            return wire(yield* ownTake(view.take.id, session.master))
+          }
+          if (payload.cancels !== undefined) {
+            yield* acceptCancels(view, session.master, payload.cancels)
+            return wire(yield* ownTake(view.take.id, session.master))
+          }
+          if (payload.permit === undefined || payload.fills === undefined) {
+            return yield* apiError(InvalidRequest, "permit and fills go together")
+          }
           if (view.take.signed_at === null && view.take.state !== "reserved") {
             return yield* apiError(StateConflict, `the take is ${view.take.state}; create a new take`)
           }

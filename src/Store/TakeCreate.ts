@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { type Address, getAddress, type Hex } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
-import { AppConfig, type VenueConfig } from "../Config.ts"
+import { AppConfig, type DeploymentConfig, type VenueConfig } from "../Config.ts"
 import { type Fill, fillTypedData, PERPS_DEX } from "../Domain/EscrowTypedData.ts"
 import { fillKeyOf } from "../Domain/FillId.ts"
 import { permitTypedData, type TokenDomain } from "../Domain/Permit.ts"
@@ -14,6 +14,7 @@ import { randomUuid } from "../SecureRandom.ts"
 import { fillSecretKeyring, generateFillSecret } from "./FillSecrets.ts"
 import { appendJournal } from "./Journal.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "./QuoteCandidates.ts"
+import { reserveTakeV2 } from "./TakeCreateV2.ts"
 import {
   TakeChainUnavailable,
   TakeConflict,
@@ -37,9 +38,22 @@ export interface CreateTakeInput {
   readonly payer: string
   readonly recipient: string
   readonly maxParts: number
+  /**
+   * The taker client's pay key (address), required when the take is v2 (takeEscrowVersion); ignored for a v1 take,
+   * whose Fill names none.
+   */
+  readonly payKey?: string | undefined
 }
 
+/**
+ * Settlement v2 takes: when `settlement.escrow_version` is 2 and both venues name their SettlementEscrowV2, the take
+ * routes over v2 orders only and its Fills name the client's pay key; otherwise v1, over v1 orders only.
+ */
+export const takeEscrowVersion = (deployment: DeploymentConfig, from: VenueConfig, to: VenueConfig): 1 | 2 =>
+  deployment.settlement.escrow_version === 2 && from.escrow_v2 !== undefined && to.escrow_v2 !== undefined ? 2 : 1
+
 const sameParameters = (row: TakeRow, i: CreateTakeInput) =>
+  (row.escrow_version !== 2 || row.pay_key_address === i.payKey?.toLowerCase()) &&
   row.from_venue === i.from &&
   row.to_venue === i.to &&
   BigInt(row.amount_in) === i.amountIn &&
@@ -91,6 +105,9 @@ const existing = (row: TakeRow, input: CreateTakeInput) =>
  * makerExpiry on anyway, and pulls only with the payer's signed Fill. It uses the payer's permit nonce read from the chain before the transaction (TakeChainUnavailable when the node
  * fails). A permit still unused by an earlier take has the same nonce: the escrow tolerates a consumed permit by
  * checking the allowance.
+ *
+ * Settlement v2 (takeEscrowVersion 2): the same checks and transaction, then src/Store/TakeCreateV2.ts routes over
+ * v2 sets, reserves hashlock indexes and answers the v2 Fills (its times: src/Domain/TakeTimingV2.ts).
  */
 export const createTake = (input: CreateTakeInput) =>
   Effect.gen(function* () {
@@ -118,6 +135,15 @@ export const createTake = (input: CreateTakeInput) =>
     if (BigInt(input.recipient) === 0n) return yield* new TakeInvalid({ message: "recipient must not be zero" })
     const payer = input.payer.toLowerCase()
     const recipient = input.recipient.toLowerCase()
+    const version = takeEscrowVersion(deployment, from, to)
+    if (version === 2) {
+      if (input.payKey === undefined) {
+        return yield* new TakeInvalid({ message: "pay_key is required: settlement v2 Fills name the client's pay key" })
+      }
+      if (!ADDRESS.test(input.payKey) || BigInt(input.payKey) === 0n) {
+        return yield* new TakeInvalid({ message: "pay_key must be a non-zero address" })
+      }
+    }
 
     const before = yield* findTakeByClientId(input.master, input.clientTakeId)
     if (Option.isSome(before)) return yield* existing(before.value, input)
@@ -147,6 +173,23 @@ export const createTake = (input: CreateTakeInput) =>
         if (linked.length === 0) return yield* new TakePayerNotLinked({ venue: from.id, payer })
         const [clock] = yield* sql<{ now: string }>`select floor(extract(epoch from now()))::bigint::text as now`
         const nowSeconds = BigInt(clock!.now)
+        if (version === 2) {
+          return yield* reserveTakeV2({
+            deployment,
+            master: input.master,
+            clientTakeId: input.clientTakeId,
+            from,
+            to,
+            amountIn: input.amountIn,
+            minOut: input.minOut,
+            maxParts: input.maxParts,
+            payer,
+            recipient,
+            payKey: input.payKey!.toLowerCase(),
+            nowSeconds,
+            permit: { domain: permit.domain as TokenDomain, nonce: permit.nonce },
+          })
+        }
         const rows = yield* loadQuoteCandidates({
           from: { id: from.id, chainId: from.chain_id, token: from.token },
           to: to.id,

@@ -1,4 +1,7 @@
 import { Effect, Option } from "effect"
+import type { Address, Hex } from "viem"
+import { payTakeTypedData } from "../Domain/EscrowTypedDataV2.ts"
+import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { type FillRow, type FillTransaction, findTake, type TakeRow, takeFills, takeTransactions } from "./Takes.ts"
 
 /**
@@ -30,6 +33,9 @@ export interface TakeFillView {
   readonly final: boolean
   readonly error: string
   readonly transactions: ReadonlyArray<TakeTransactionView>
+  /** Settlement v2 only: the Fill digest (key of its lock and payment) and its hashlock index in the set. */
+  readonly fill_digest?: string
+  readonly hashlock_index?: number
 }
 
 export interface TakeView {
@@ -52,15 +58,24 @@ export interface TakeView {
   readonly created_at: string
   readonly updated_at: string
   readonly fills: ReadonlyArray<TakeFillView>
+  /** Settlement v2 only (absent on v1 takes): version 2, the client's pay key, payBy, when it authorised payment. */
+  readonly escrow_version?: number
+  readonly pay_key?: string
+  readonly pay_by?: number
+  readonly pay_authorized_at?: string | null
 }
 
-/** One entry of `to_sign`: a `permit` (no fill_id) or a `margin_move` (the Fill agreement of `fill_id`). */
+/**
+ * One entry of `to_sign`: a `permit` (no fill_id), a `margin_move` (the Fill agreement of `fill_id`; v2 adds the Fill's
+ * `digest`, which the client recomputes) or, v2 only, the pay key's `pay_authorization` (PayTake).
+ */
 export interface TakeSignItem {
-  readonly kind: "permit" | "margin_move"
+  readonly kind: "permit" | "margin_move" | "pay_authorization"
   readonly signer: string
   // biome-ignore lint/suspicious/noExplicitAny: wire typed data is JSON
   readonly typed_data: any
   readonly fill_id?: string
+  readonly digest?: string
 }
 
 export interface TakeWithSignItems {
@@ -77,6 +92,41 @@ const transactionView = (t: FillTransaction): TakeTransactionView => ({
   at: t.at.toISOString(),
 })
 
+/**
+ * The pay key's item, offered only once every fill's lock is final and `locked` in the v2 index and payBy has not
+ * passed: PayTake over the Fill digests in fill order (`to_sign` order), in the taker v2 escrow's domain (read from
+ * the stored Fills, which name it). undefined otherwise (and always for v1).
+ */
+export const payAuthorizationItem = (t: TakeRow, fills: ReadonlyArray<FillRow>): TakeSignItem | undefined => {
+  if (t.escrow_version !== 2 || t.pay_key_address === null || !t.pay_open || fills.length === 0) return undefined
+  if (!fills.every((f) => f.fill_digest !== null && f.lock_state === "locked")) return undefined
+  const first = fills[0]!.fill as { takerChainId: string; takerEscrow: string }
+  return {
+    kind: "pay_authorization",
+    signer: t.pay_key_address,
+    typed_data: toWireTypedData(
+      payTakeTypedData(
+        BigInt(first.takerChainId),
+        first.takerEscrow as Address,
+        fills.map((f) => f.fill_digest as Hex),
+      ),
+    ),
+  }
+}
+
+const v2FillFields = (f: FillRow) =>
+  f.fill_digest === null ? {} : { fill_digest: f.fill_digest, hashlock_index: f.hashlock_index ?? 0 }
+
+const v2TakeFields = (t: TakeRow) =>
+  t.escrow_version !== 2
+    ? {}
+    : {
+        escrow_version: 2,
+        pay_key: t.pay_key_address ?? "",
+        pay_by: Number(t.pay_by),
+        pay_authorized_at: t.pay_authorized_at === null ? null : t.pay_authorized_at.toISOString(),
+      }
+
 const fillView = (f: FillRow, txs: ReadonlyArray<FillTransaction>): TakeFillView => ({
   fill_id: f.id,
   order_id: f.order_id,
@@ -92,6 +142,7 @@ const fillView = (f: FillRow, txs: ReadonlyArray<FillTransaction>): TakeFillView
   final: f.final,
   error: f.error,
   transactions: txs.filter((t) => t.fill_id === f.id).map(transactionView),
+  ...v2FillFields(f),
 })
 
 /** The view of a loaded take row (reads its fills and their transactions). */
@@ -118,8 +169,11 @@ export const takeViewOf = (t: TakeRow) =>
       created_at: t.created_at.toISOString(),
       updated_at: t.updated_at.toISOString(),
       fills: fills.map((f) => fillView(f, txs)),
+      ...v2TakeFields(t),
     }
-    return { take, toSign: t.to_sign as ReadonlyArray<TakeSignItem> } satisfies TakeWithSignItems
+    const stored = t.to_sign as ReadonlyArray<TakeSignItem>
+    const pay = payAuthorizationItem(t, fills)
+    return { take, toSign: pay === undefined ? stored : [...stored, pay] } satisfies TakeWithSignItems
   })
 
 /**

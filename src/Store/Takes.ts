@@ -38,6 +38,16 @@ export interface TakeRow {
   readonly updated_at: Date
   /** The pay window is still open (database time). */
   readonly open: boolean
+  /** Settlement v2 (migrations/0019): 1 or 2; the rest is null for a v1 take. */
+  readonly escrow_version: number
+  /** The client's pay key, lowercase. */
+  readonly pay_key_address: string | null
+  /** payBy of every Fill (chain seconds). */
+  readonly pay_by: string | null
+  /** payBy has not passed (database time). */
+  readonly pay_open: boolean
+  readonly pay_authorization: string | null
+  readonly pay_authorized_at: Date | null
 }
 
 export interface FillRow {
@@ -68,6 +78,12 @@ export interface FillRow {
   readonly settled_at: Date | null
   readonly created_at: Date
   readonly updated_at: Date
+  /** v2: the Fill digest (key of the lock and the payment), its hashlock index and the pay key's cancel. */
+  readonly fill_digest: string | null
+  readonly hashlock_index: number | null
+  readonly cancel_signature: string | null
+  /** v2: the state of the fill's lock in the v2 escrow index (final rows only), or null while none is indexed. */
+  readonly lock_state: string | null
 }
 
 const takeColumns = `
@@ -76,7 +92,9 @@ const takeColumns = `
   t.total_out::text as total_out,
   case when t.state = 'reserved' and t.pay_deadline <= now() then 'expired' else t.state end as state,
   t.pay_deadline, extract(epoch from t.pay_deadline)::bigint::text as pay_deadline_seconds, t.to_sign,
-  t.permit_signature, t.signed_at, t.error, t.created_at, t.updated_at, t.pay_deadline > now() as open`
+  t.permit_signature, t.signed_at, t.error, t.created_at, t.updated_at, t.pay_deadline > now() as open,
+  t.escrow_version::int as escrow_version, t.pay_key_address, t.pay_by::text as pay_by,
+  coalesce(t.pay_by >= extract(epoch from now()), false) as pay_open, t.pay_authorization, t.pay_authorized_at`
 
 const fillColumns = `
   f.id::text as id, f.take_id::text as take_id, f.fill_key, f.order_id, f.maker_venue, f.taker_venue,
@@ -85,7 +103,9 @@ const fillColumns = `
   f.maker_expiry::text as maker_expiry, f.taker_expiry::text as taker_expiry,
   case when f.state = 'reserved' and t.pay_deadline <= now() then 'expired' else f.state end as state,
   f.final or (f.state = 'reserved' and t.pay_deadline <= now()) as final,
-  f.fill, f.signature, f.error, f.revealed_at, f.settled_at, f.created_at, f.updated_at`
+  f.fill, f.signature, f.error, f.revealed_at, f.settled_at, f.created_at, f.updated_at,
+  f.fill_digest, f.hashlock_index, f.cancel_signature,
+  (select l.state from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest) as lock_state`
 
 export const findTake = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

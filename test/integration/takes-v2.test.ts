@@ -1,0 +1,607 @@
+/**
+ * Settlement v2 takes (issue 23): POST /v1/takes with the client's pay key over v2 quote sets, the hashlock index
+ * each fill reserves, and the pay key's signatures (pay_authorization once every lock is final, cancels), on a real
+ * database and two devnet chains deploying SettlementEscrowV2 (maker hyperliquid 999, taker aster 42161;
+ * `finalized` 2 blocks behind). Until the quotes route (helper B) and the Settlement actor (helper D) do it, the
+ * maker's v2 set is written as the quotes route will store it (real hashlocks, signed by the quote signer), and
+ * the test locks the fills on the maker chain's v2 escrow itself and lets the VenueWatcher index them.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { type Abi, type Address, encodeFunctionData, type Hex, hashTypedData, keccak256, toHex, zeroHash } from "viem"
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
+import { settlementEscrowV2Abi as abi, mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
+import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
+import { checkTakeProposal, type TakerConfig, type TakerIntent } from "../../src/Client/TakerChecks.ts"
+import { AppConfig } from "../../src/Config.ts"
+import {
+  cancelFillTypedData,
+  fundOrderV2TypedData,
+  PERPS_DEX,
+  payTakeTypedData,
+  type QuoteSetV2,
+  quoteSetV2AbiArg,
+  quoteSetV2TypedData,
+} from "../../src/Domain/EscrowTypedDataV2.ts"
+import { deriveHashlockSet, secretKeyOf, verifyHashlockProof } from "../../src/Domain/Hashlocks.ts"
+import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
+import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
+import { chainStatus } from "../../src/Store/ChainIndex.ts"
+import { v2Cursor } from "../../src/Store/EscrowIndexV2.ts"
+import { account, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { type RawResponse, rawRequest } from "../support/Http.ts"
+import { bearer, post, signIn } from "../support/SignIn.ts"
+import { testAppConfig } from "../support/TestConfig.ts"
+import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+
+class Chains extends Context.Tag("test/V2TakeChains")<
+  Chains,
+  { readonly hl: TestChain; readonly aster: TestChain }
+>() {}
+
+const Live = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const start = (chainId: number, kind: "hyperliquid" | "aster") =>
+      Effect.acquireRelease(
+        Effect.promise(() => startTestChain({ chainId, kind, slotsInAnEpoch: 1 })),
+        (c) => Effect.promise(() => c.anvil.stop()),
+      )
+    const [hl, aster] = yield* Effect.all([start(999, "hyperliquid"), start(42161, "aster")], { concurrency: 2 })
+    const watcher = { page_blocks: 50, poll_ms: 50, integrity_interval_seconds: 3600 }
+    const config = testAppConfig({
+      venues: [
+        venueEntry(hl, "hyperliquid", { watcher, escrowV2: true }),
+        venueEntry(aster, "aster", { watcher, escrowV2: true }),
+      ].map(({ legacy_escrow: _l, ...v }) => v),
+      auth: { rpc_urls: [hl.anvil.rpcUrl] },
+      settlement: { escrow_version: 2 },
+    })
+    return Layer.mergeAll(TestHttpLive, ChainClients.layerWith(), FaultPoint.Noop).pipe(
+      Layer.provideMerge(TestDatabaseLive),
+      Layer.provideMerge(config),
+      Layer.merge(Layer.succeed(Chains, { hl, aster })),
+    )
+  }),
+)
+
+const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
+
+interface SignItem {
+  kind: string
+  signer: string
+  // biome-ignore lint/suspicious/noExplicitAny: wire typed data
+  typed_data: any
+  fill_id?: string
+  digest?: string
+}
+interface TakeResponse {
+  take: {
+    id: string
+    state: string
+    total_in: string
+    pay_deadline: string
+    escrow_version?: number
+    pay_key?: string
+    pay_by?: number
+    pay_authorized_at?: string | null
+    fills: Array<{ fill_id: string; order_id: string; fill_digest?: string; hashlock_index?: number }>
+  }
+  to_sign: Array<SignItem>
+}
+const ok = (res: RawResponse) => {
+  expect(res.status, res.text).toBe(200)
+  return res.json as TakeResponse
+}
+
+const operator = account(0)
+const relayer = account(8)
+const chainNow = (c: TestChain) => Effect.promise(async () => (await c.pub.getBlock()).timestamp)
+
+/** Sends an escrow (or token) call and waits for its receipt; a revert dies with the escrow's error name. */
+const send = (c: TestChain, from: PrivateKeyAccount, to: Address, functionName: string, args: ReadonlyArray<unknown>) =>
+  Effect.promise(async () => {
+    const callAbi = (to === c.token ? mockUSDCAbi : abi) as Abi
+    await c.pub.simulateContract({ account: from, address: to, abi: callAbi, functionName, args } as never)
+    await sendCalls(c, from, [{ to, data: encodeFunctionData({ abi: callAbi, functionName, args }), gas: 3_000_000n }])
+  })
+
+/** Mines past `finalized` (2 blocks behind), then runs the venue's watcher until both cursors reached it. */
+const catchUp = (venueId: string) =>
+  Effect.gen(function* () {
+    const { hl, aster } = yield* Chains
+    yield* Effect.promise(() => (venueId === "hyperliquid" ? hl : aster).test.mine({ blocks: 3 }))
+    const { deployment } = yield* AppConfig
+    const venue = deployment.venues.find((v) => v.id === venueId)!
+    const w = (yield* makeVenueWatcher(venue)).handle
+    for (let i = 0; i < 60; i++) {
+      yield* w.poll
+      const row = yield* chainStatus(venue.id)
+      const v2 = yield* v2Cursor(venue.id)
+      if (
+        row?.finalizedBlock != null &&
+        row.indexedBlock >= row.finalizedBlock &&
+        v2 &&
+        v2.indexedBlock >= row.finalizedBlock
+      ) {
+        return
+      }
+    }
+    return yield* Effect.die(new Error(`watcher of ${venue.id} did not catch up`))
+  })
+
+interface V2Maker {
+  readonly orderId: Hex
+  readonly owner: PrivateKeyAccount
+  readonly payee: Address
+  readonly set: QuoteSetV2
+  readonly quoteSig: Hex
+  readonly hashlocks: ReadonlyArray<Hex>
+}
+
+/**
+ * A v2 maker order on hyperliquid funded on chain (operator = the service's operator), indexed by the watcher, and
+ * its quote set (count hashlocks derived from the quote signer's key) stored as the v2 quotes route stores it.
+ */
+const v2Maker = (p: { amount: bigint; count: number; minFill?: bigint }) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const { hl, aster } = yield* Chains
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const signerKey = generatePrivateKey()
+    const signer = privateKeyToAccount(signerKey)
+    const master = owner.address.toLowerCase()
+    const orderId = keccak256(toHex(`v2-order-${master}`))
+    const escrow = hl.escrowV2!
+    // Gas and tokens for the owner, then its FundOrder relayed (allowance path).
+    yield* Effect.promise(() => hl.test.setBalance({ address: owner.address, value: 10n ** 18n }))
+    yield* send(hl, relayer, hl.token, "mint", [owner.address, p.amount])
+    yield* send(hl, owner, hl.token, "approve", [escrow, p.amount])
+    const order = {
+      orderId,
+      owner: owner.address,
+      operator: operator.address,
+      quoteSigner: signer.address,
+      amount: p.amount,
+      deadline: (yield* chainNow(hl)) + 3600n,
+    }
+    const fundSig = yield* Effect.promise(() => owner.signTypedData(fundOrderV2TypedData(hl.chain.id, escrow, order)))
+    yield* send(hl, relayer, escrow, "fund", [
+      order,
+      fundSig,
+      { value: 0n, deadline: 0n, v: 0, r: zeroHash, s: zeroHash },
+    ])
+
+    const identityId = crypto.randomUUID()
+    yield* sql`insert into accounts (master, access, created_at) values (${master}, 'granted', now())`
+    yield* sql`insert into quote_identities (id, master, signer, kind, generation, lease_expires_at, created_at)
+      values (${identityId}, ${master}, ${signer.address.toLowerCase()}, 'credential', 1,
+        now() + interval '1 hour', now())`
+    yield* sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at,
+        updated_at, client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign, escrow_version)
+      values (${orderId}, ${master}, 'hyperliquid', 'aster', ${master}, 'funded', ${p.amount.toString()},
+        now(), now(), 'o-v2', ${identityId}, ${signer.address.toLowerCase()}, ${order.deadline.toString()},
+        '[]'::jsonb, 2)`
+    const hs = deriveHashlockSet(
+      secretKeyOf(signerKey),
+      { chainId: 999n, makerEscrow: escrow, owner: owner.address, orderId, sequence: 1n },
+      p.count,
+    )
+    const payee = privateKeyToAccount(generatePrivateKey()).address
+    const issuedAt = yield* chainNow(hl)
+    const set: QuoteSetV2 = {
+      owner: owner.address,
+      orderId,
+      sequence: 1n,
+      generation: 1n,
+      quoteSize: p.amount,
+      issuedAt,
+      validUntil: issuedAt + 290n,
+      hashlockRoot: hs.root,
+      hashlockCount: hs.count,
+      quotes: [
+        {
+          chainId: 42161n,
+          token: aster.token,
+          escrow: aster.escrowV2!,
+          recipient: payee,
+          supply: 1n,
+          receive: 1n,
+          minFill: p.minFill ?? 1n,
+        },
+      ],
+    }
+    const quoteSig = yield* Effect.promise(() => signer.signTypedData(quoteSetV2TypedData(999, escrow, set)))
+    const quote = {
+      venue: "aster",
+      chain_id: 42161,
+      token: aster.token.toLowerCase(),
+      escrow: aster.escrowV2!.toLowerCase(),
+      recipient: payee.toLowerCase(),
+      supply: "1",
+      receive: "1",
+      min_fill: (p.minFill ?? 1n).toString(),
+    }
+    yield* sql`insert into quote_sets (id, order_id, quote_identity_id, identity_generation, cancel_epoch, sequence,
+        valid_until, quote_size, quotes, signature, active, created_at, issued_at, hashlock_root, hashlock_count,
+        hashlocks)
+      values (${crypto.randomUUID()}, ${orderId}, ${identityId}, 1, 0, 1, ${new Date(Number(set.validUntil) * 1000)},
+        ${p.amount.toString()}, ${JSON.stringify([quote])}::jsonb, ${quoteSig}, true, now(), ${issuedAt.toString()},
+        ${hs.root}, ${hs.count}, ${JSON.stringify(hs.hashlocks)}::jsonb)`
+    return { orderId, owner, payee, set, quoteSig, hashlocks: hs.hashlocks } satisfies V2Maker
+  })
+
+/** A v1 order with a better price and a live v1 set (escrow index row): a v2 take must not route over it. */
+const v1Maker = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const { aster } = yield* Chains
+  const master = privateKeyToAccount(generatePrivateKey()).address.toLowerCase()
+  const orderId = keccak256(toHex(`v1-order-${master}`))
+  const identityId = crypto.randomUUID()
+  yield* sql`insert into accounts (master, access, created_at) values (${master}, 'granted', now())`
+  yield* sql`insert into quote_identities (id, master, signer, kind, generation, lease_expires_at, created_at)
+    values (${identityId}, ${master}, ${master}, 'credential', 1, now() + interval '1 hour', now())`
+  yield* sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at,
+      updated_at, client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign)
+    values (${orderId}, ${master}, 'hyperliquid', 'aster', ${master}, 'funded', '100000000', now(), now(), 'o-v1',
+      ${identityId}, ${master}, 0, '[]'::jsonb)`
+  yield* sql`insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked,
+      created_block, block_number, block_hash)
+    values ('hyperliquid', ${orderId}, ${master}, ${operator.address.toLowerCase()}, ${master}, 100000000, 0, 1, 1,
+      ${zeroHash})`
+  const quote = {
+    venue: "aster",
+    chain_id: 42161,
+    token: aster.token.toLowerCase(),
+    recipient: master,
+    supply: "2",
+    receive: "1",
+    min_fill: "1",
+  }
+  yield* sql`insert into quote_sets (id, order_id, quote_identity_id, identity_generation, cancel_epoch, sequence,
+      valid_until, quote_size, quotes, signature, active, created_at)
+    values (${crypto.randomUUID()}, ${orderId}, ${identityId}, 1, 0, 1, now() + interval '5 minutes', 100000000,
+      ${JSON.stringify([quote])}::jsonb, '0x', true, now())`
+  return orderId
+})
+
+/** A taker signed in through the API, linked on aster (the `from` venue), with a fresh pay key. */
+const taker = Effect.gen(function* () {
+  const base = yield* baseUrl
+  const sql = yield* SqlClient.SqlClient
+  const account = privateKeyToAccount(generatePrivateKey())
+  const token = yield* signIn(base, account)
+  yield* sql`insert into linked_accounts (master, venue, address, linked_at)
+    values (${account.address.toLowerCase()}, 'aster', ${account.address.toLowerCase()}, now())`
+  return { account, token, master: account.address.toLowerCase(), payKey: privateKeyToAccount(generatePrivateKey()) }
+})
+
+/** Only these orders' sets are live (the tests share one database). */
+const only = (orderIds: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`update quote_sets set active = (order_id in ${sql.in(orderIds)})`.pipe(Effect.asVoid),
+  )
+
+const takeBody = (t: { master: string; payKey: PrivateKeyAccount }, over: Record<string, unknown> = {}) => ({
+  client_take_id: `take-${crypto.randomUUID()}`,
+  from: "aster",
+  to: "hyperliquid",
+  amount_in: "3000000",
+  min_out: "1",
+  payer: t.master,
+  recipient: t.master,
+  max_parts: 8,
+  pay_key: t.payKey.address,
+  ...over,
+})
+
+/** Everything a refusal must leave as it was: the take's row and its fills' pay-key columns, the journal size. */
+const snapshot = (takeId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const takes = yield* sql`select state, pay_authorization, pay_authorized_at, updated_at from takes
+      where id = ${takeId}::uuid`
+    const fills = yield* sql`select id, state, cancel_signature, updated_at from fills where take_id = ${takeId}::uuid
+      order by id`
+    const journal = yield* sql<{ n: number }>`select count(*)::int as n from journal`
+    return { takes, fills, journal: journal[0]!.n }
+  })
+
+layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (it) => {
+  it.effect("a v2 take: pay_key required, v2 orders only, Fills naming the pay key, payBy and a proven hashlock", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { hl, aster } = yield* Chains
+      const { deployment } = yield* AppConfig
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 8 })
+      yield* catchUp("hyperliquid")
+      // Written after the watcher ran: its integrity check would flag a v1 order that is not on chain.
+      const v1 = yield* v1Maker
+      yield* only([M.orderId, v1])
+      const t = yield* taker
+
+      // Bad inputs: no pay key, not an address, the zero address: 400, nothing written.
+      const { pay_key: _omit, ...withoutKey } = takeBody(t)
+      for (const body of [
+        withoutKey as Record<string, unknown>,
+        takeBody(t, { pay_key: "0x1234" }),
+        takeBody(t, { pay_key: `0x${"0".repeat(40)}` }),
+        takeBody(t, { pay_key: 7 }),
+      ]) {
+        const res = yield* post(`${base}/v1/takes`, body, bearer(t.token))
+        expect([res.status, code(res)], JSON.stringify(body.pay_key)).toEqual([400, "INVALID_REQUEST"])
+      }
+      const none = yield* sql<{ n: number }>`select count(*)::int as n from takes where master = ${t.master}`
+      expect(none[0]!.n).toBe(0)
+
+      const body = takeBody(t, { max_parts: 2 })
+      const created = ok(yield* post(`${base}/v1/takes`, body, bearer(t.token)))
+      const { take, to_sign } = created
+      expect(take).toMatchObject({ state: "reserved", escrow_version: 2, pay_key: t.payKey.address.toLowerCase() })
+      // The v1 order pays twice as much and is not routed to: v2 orders only.
+      expect(take.fills.map((f) => f.order_id)).toEqual([M.orderId])
+      expect(take.fills.map((f) => f.hashlock_index)).toEqual([0])
+
+      // The times: payBy within PAY_BY_MAX of now, the signing window in its first half.
+      const now = BigInt(Math.floor(Date.now() / 1000))
+      const payBy = BigInt(take.pay_by!)
+      const s = deployment.settlement
+      expect(payBy > now && payBy <= now + BigInt(s.pay_by_max_seconds)).toBe(true)
+      expect(BigInt(Date.parse(take.pay_deadline) / 1000) < payBy).toBe(true)
+
+      // The items pass the taker client's own checks against the intent and the reviewed escrows.
+      const config: TakerConfig = {
+        chains: {
+          42161: { escrow: aster.escrowV2!, token: aster.token },
+          999: { escrow: hl.escrowV2!, token: hl.token },
+        },
+        minClaimWindowSeconds: BigInt(s.claim_window_seconds),
+      }
+      const intent: TakerIntent = {
+        takerChainId: 42161,
+        makerChainId: 999,
+        payer: t.account.address,
+        recipient: t.account.address,
+        amountIn: 3_000_000n,
+        minOut: 1n,
+        maxParts: 2,
+        payKey: t.payKey.address,
+        maxPayBy: now + BigInt(s.pay_by_max_seconds) + 5n,
+        dex: PERPS_DEX,
+        toMargin: true,
+      }
+      const checked = checkTakeProposal(intent, config, to_sign, now)
+      expect(checked.ok ? [] : checked.problems).toEqual([])
+      expect(to_sign.map((i) => [i.kind, i.signer])).toEqual([
+        ["permit", t.master],
+        ["margin_move", t.master],
+      ])
+      expect(to_sign[0]!.typed_data.message).toMatchObject({
+        spender: aster.escrowV2,
+        value: take.total_in,
+        deadline: String(payBy),
+      })
+      const move = to_sign[1]!
+      const fill = parseWireFillV2(move.typed_data.message)
+      expect(fill).toMatchObject({ payBy, hashlockIndex: 0, hashlock: M.hashlocks[0] })
+      // The digest claimed is the wallet's and the taker escrow's own.
+      expect(move.digest).toBe(hashTypedData(move.typed_data))
+      const onChain = yield* Effect.promise(() =>
+        aster.pub.readContract({ address: aster.escrowV2!, abi, functionName: "hashFill", args: [fill] }),
+      )
+      expect(onChain).toBe(move.digest)
+      const [row] = yield* sql<{ fill_digest: string; hashlock_proof: Array<Hex>; pay_by: string; sc: null }>`
+        select fill_digest, hashlock_proof, pay_by::text as pay_by, secret_ciphertext as sc from fills
+        where id = ${move.fill_id!}::uuid`
+      expect(row).toMatchObject({ fill_digest: move.digest, pay_by: String(payBy), sc: null })
+      expect(
+        verifyHashlockProof({
+          root: M.set.hashlockRoot,
+          count: M.set.hashlockCount,
+          index: 0,
+          hashlock: fill.hashlock,
+          proof: row!.hashlock_proof,
+        }),
+      ).toBe(true)
+
+      // The same request again: the same take; another pay key is other parameters.
+      expect(ok(yield* post(`${base}/v1/takes`, body, bearer(t.token)))).toEqual(created)
+      const other = yield* post(`${base}/v1/takes`, { ...body, pay_key: account(9).address }, bearer(t.token))
+      expect([other.status, code(other)]).toEqual([409, "STATE_CONFLICT"])
+
+      // The preview of a v2 deployment routes over v2 sets as well.
+      const preview = (yield* post(`${base}/v1/takes/preview`, { from: "aster", to: "hyperliquid", amount_in: "1000" }))
+        .json as { fills: Array<{ order_id: string }> }
+      expect(preview.fills.map((f) => f.order_id)).toEqual([M.orderId])
+      // The hand-written v1 row is not on chain: gone before another watcher's integrity check reads it.
+      yield* sql`delete from escrow_orders where order_id = ${v1}`
+    }),
+  )
+
+  it.effect("a hashlock index is reserved once: sequential and concurrent takes never share one", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 4 })
+      yield* catchUp("hyperliquid")
+      yield* only([M.orderId])
+      const takers = yield* Effect.all([taker, taker, taker, taker, taker])
+      const first = ok(
+        yield* post(`${base}/v1/takes`, takeBody(takers[0]!, { max_parts: 1 }), bearer(takers[0]!.token)),
+      )
+      expect(first.take.fills.map((f) => f.hashlock_index)).toEqual([0])
+      // Four at once for the three indexes left: three get one each, one finds the set exhausted.
+      const results = yield* Effect.all(
+        takers
+          .slice(1)
+          .map((t) => post(`${base}/v1/takes`, takeBody(t, { amount_in: "1000", max_parts: 1 }), bearer(t.token))),
+        { concurrency: "unbounded" },
+      )
+      expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 422])
+      expect(code(results.find((r) => r.status === 422)!)).toBe("NO_LIQUIDITY")
+      const indexes = yield* sql<{ i: number }>`
+        select hashlock_index as i from fills where order_id = ${M.orderId} order by hashlock_index`
+      expect(indexes.map((r) => r.i)).toEqual([0, 1, 2, 3])
+      // Released reservations do not give an index back (a hashlock locks once, ever): the set stays exhausted.
+      yield* sql`update takes set pay_deadline = now() - interval '1 second'
+        where id in (select take_id from fills where order_id = ${M.orderId})`
+      const after = yield* post(
+        `${base}/v1/takes`,
+        takeBody(takers[4]!, { amount_in: "1000" }),
+        bearer(takers[4]!.token),
+      )
+      expect([after.status, code(after)]).toEqual([422, "NO_LIQUIDITY"])
+    }),
+  )
+
+  it.effect("pay_authorization once every lock is final (else 409), by the pay key only (else 422); cancels", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { hl } = yield* Chains
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 8 })
+      yield* catchUp("hyperliquid")
+      yield* only([M.orderId])
+      const t = yield* taker
+      const created = ok(yield* post(`${base}/v1/takes`, takeBody(t, { max_parts: 1 }), bearer(t.token)))
+      const takeId = created.take.id
+      const moves = created.to_sign.filter((i) => i.kind === "margin_move")
+      const digests = moves.map((m) => m.digest as Hex)
+      const signatures = {
+        permit: yield* Effect.promise(() => t.account.signTypedData(created.to_sign[0]!.typed_data)),
+        fills: yield* Effect.forEach(moves, (m) =>
+          Effect.promise(async () => ({ fill_id: m.fill_id!, signature: await t.account.signTypedData(m.typed_data) })),
+        ),
+      }
+      const payTake = payTakeTypedData(42161, (yield* Chains).aster.escrowV2!, digests)
+      const payAuth = yield* Effect.promise(() => t.payKey.signTypedData(payTake))
+      const signTake = (b: unknown) => post(`${base}/v1/takes/${takeId}/signatures`, b, bearer(t.token))
+
+      // The wallet's signatures and a pay-key item together, or neither: 400, nothing changed.
+      const before = yield* snapshot(takeId)
+      for (const b of [{ ...signatures, pay_authorization: payAuth }, {}, { permit: signatures.permit }]) {
+        const res = yield* signTake(b)
+        expect([res.status, code(res)], JSON.stringify(Object.keys(b))).toEqual([400, "INVALID_REQUEST"])
+      }
+      expect(yield* snapshot(takeId)).toEqual(before)
+      const signed = ok(yield* signTake(signatures))
+      expect(signed.take.state).toBe("signed")
+
+      // No lock yet: no pay item offered, and the authorisation is refused (409), nothing stored.
+      expect(signed.to_sign.map((i) => i.kind)).toEqual(["permit", "margin_move"])
+      const early = yield* snapshot(takeId)
+      const tooEarly = yield* signTake({ pay_authorization: payAuth })
+      expect([tooEarly.status, code(tooEarly)]).toEqual([409, "STATE_CONFLICT"])
+      expect(yield* snapshot(takeId)).toEqual(early)
+
+      // Lock on the maker chain's v2 escrow as the Settlement actor will (the fill, the payer's signature, the
+      // maker's set and signature, the stored proof), then let it become final and indexed.
+      for (const [i, m] of moves.entries()) {
+        const [row] = yield* sql<{ hashlock_proof: Array<Hex>; quote_index: number }>`
+          select hashlock_proof, quote_index from fills where id = ${m.fill_id!}::uuid`
+        yield* send(hl, operator, hl.escrowV2!, "lock", [
+          parseWireFillV2(m.typed_data.message),
+          signatures.fills[i]!.signature,
+          quoteSetV2AbiArg(M.set),
+          BigInt(row!.quote_index),
+          M.quoteSig,
+          row!.hashlock_proof,
+        ])
+      }
+      // Locked at latest only: still not offered.
+      const latest = ok(yield* rawRequest(`${base}/v1/takes/${takeId}`, { headers: bearer(t.token) }))
+      expect(latest.to_sign.map((i) => i.kind)).toEqual(["permit", "margin_move"])
+      yield* catchUp("hyperliquid")
+
+      // Final: the pay key's item, over the digests in fill order, in the taker v2 escrow's domain.
+      const offered = ok(yield* rawRequest(`${base}/v1/takes/${takeId}`, { headers: bearer(t.token) }))
+      const item = offered.to_sign.find((i) => i.kind === "pay_authorization")!
+      expect(item).toEqual({
+        kind: "pay_authorization",
+        signer: t.payKey.address.toLowerCase(),
+        typed_data: toWireTypedData(payTake),
+      })
+
+      // Another key, other digests, a malformed signature: refused, nothing changed.
+      const refusals = [
+        [yield* Effect.promise(() => t.account.signTypedData(payTake)), 422, "SIGNATURE_INVALID"],
+        [
+          yield* Effect.promise(() =>
+            t.payKey.signTypedData(
+              payTakeTypedData(42161, (item.typed_data.domain as { verifyingContract: Address }).verifyingContract, [
+                zeroHash,
+              ]),
+            ),
+          ),
+          422,
+          "SIGNATURE_INVALID",
+        ],
+        ["0x1234", 422, "SIGNATURE_MALFORMED"],
+      ] as const
+      const ready = yield* snapshot(takeId)
+      for (const [sig, status, c] of refusals) {
+        const res = yield* signTake({ pay_authorization: sig })
+        expect([res.status, code(res)]).toEqual([status, c])
+      }
+      expect(yield* snapshot(takeId)).toEqual(ready)
+
+      const authorized = ok(yield* signTake({ pay_authorization: payAuth }))
+      expect(authorized.take.pay_authorized_at).not.toBeNull()
+      const [stored] = yield* sql<{ pay_authorization: string }>`
+        select pay_authorization from takes where id = ${takeId}::uuid`
+      expect(stored!.pay_authorization.toLowerCase()).toBe(payAuth.toLowerCase())
+      const journaled = yield* sql`select 1 from journal where kind = 'take.pay_authorized' and master = ${t.master}`
+      expect(journaled.length).toBe(1)
+      // The same again: 200, unchanged.
+      const once = yield* snapshot(takeId)
+      expect(ok(yield* signTake({ pay_authorization: payAuth })).take.pay_authorized_at).toBe(
+        authorized.take.pay_authorized_at,
+      )
+      expect(yield* snapshot(takeId)).toEqual(once)
+
+      // Cancels: CancelFill by the pay key in the maker v2 escrow's domain; another signer 422, another fill 400.
+      const cancel = cancelFillTypedData(999, hl.escrowV2!, digests[0]!)
+      const fillId = moves[0]!.fill_id!
+      const badCancels = [
+        [{ fill_id: fillId, signature: yield* Effect.promise(() => t.account.signTypedData(cancel)) }, 422],
+        [{ fill_id: crypto.randomUUID(), signature: yield* Effect.promise(() => t.payKey.signTypedData(cancel)) }, 400],
+      ] as const
+      for (const [c, status] of badCancels) {
+        const res = yield* signTake({ cancels: [c] })
+        expect(res.status, res.text).toBe(status)
+      }
+      expect(yield* snapshot(takeId)).toEqual(once)
+      const cancelSig = yield* Effect.promise(() => t.payKey.signTypedData(cancel))
+      ok(yield* signTake({ cancels: [{ fill_id: fillId, signature: cancelSig }] }))
+      const [c] = yield* sql<{
+        cancel_signature: string
+      }>`select cancel_signature from fills where id = ${fillId}::uuid`
+      expect(c!.cancel_signature.toLowerCase()).toBe(cancelSig.toLowerCase())
+    }),
+  )
+
+  it.effect("a v1 take's route refuses pay-key items (400), nothing changed", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const t = yield* taker
+      // A v1 take row as the v1 path writes it (settlement.escrow_version 1 when it was created).
+      const id = crypto.randomUUID()
+      yield* sql`insert into takes (id, master, client_take_id, from_venue, to_venue, amount_in, min_out, payer,
+          recipient, max_parts, total_in, total_out, state, pay_deadline, to_sign, created_at, updated_at)
+        values (${id}::uuid, ${t.master}, 'v1-take', 'aster', 'hyperliquid', 1, 1, ${t.master}, ${t.master}, 1, 1, 1,
+          'reserved', now() + interval '1 minute', '[]'::jsonb, now(), now())`
+      const before = yield* snapshot(id)
+      const sig = yield* Effect.promise(() => t.payKey.signMessage({ message: "x" }))
+      for (const b of [{ pay_authorization: sig }, { cancels: [{ fill_id: crypto.randomUUID(), signature: sig }] }]) {
+        const res = yield* post(`${base}/v1/takes/${id}/signatures`, b, bearer(t.token))
+        expect([res.status, code(res)]).toEqual([400, "INVALID_REQUEST"])
+      }
+      expect(yield* snapshot(id)).toEqual(before)
+    }),
+  )
+})
