@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { MAX_HASHLOCK_COUNT } from "../Domain/Hashlocks.ts"
 import { Address, Amount, OrderId, Timestamp, VenueId } from "../Domain/Primitives.ts"
 import { SignatureHex } from "./AuthApi.ts"
 import {
@@ -22,6 +23,8 @@ import {
 import { RequestBody } from "./RequestBody.ts"
 import { Authentication } from "./Security.ts"
 
+const Bytes32 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{64}$/), Schema.annotations({ identifier: "Bytes32" }))
+
 export const ClientId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/))
 
 export const SignItem = Schema.Struct({
@@ -40,6 +43,11 @@ const QuoteSetView = Schema.Struct({
   quote_size: Schema.String,
   identity_generation: Schema.String,
   active: Schema.Boolean,
+  // Settlement v2 sets only (absent on v1): the signed issuedAt (Unix seconds) and the hashlock tree's root and
+  // count. The hashlocks themselves are not shown (up to thousands; the maker derives them, the service uses them).
+  issued_at: Schema.optional(Schema.Number),
+  hashlock_root: Schema.optional(Schema.String),
+  hashlock_count: Schema.optional(Schema.Number),
 })
 
 const TransactionView = Schema.Struct({
@@ -76,6 +84,33 @@ export const Order = Schema.Struct({
 
 export const OrderPreparation = Schema.Struct({ order: Order, to_sign: Schema.Array(SignItem) }).annotations({
   identifier: "OrderPreparation",
+})
+
+/** PUT /v1/orders/{id}/quotes (src/Http/QuotesHandlers.ts checks what the schema cannot). */
+export const QuoteSetRequest = RequestBody("QuoteSetRequest", {
+  sequence: Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER)),
+  valid_until: Schema.Int.pipe(Schema.positive()),
+  quote_size: Amount,
+  identity_generation: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)),
+  quotes: Schema.Array(
+    Schema.Struct({
+      venue: VenueId,
+      chain_id: Schema.Int.pipe(Schema.positive()),
+      token: Address,
+      recipient: Address,
+      supply: Amount,
+      receive: Amount,
+      min_fill: Amount,
+      /** v2 orders only, required there: the taker venue's SettlementEscrowV2. */
+      escrow: Schema.optional(Address),
+    }),
+  ).pipe(Schema.minItems(1), Schema.maxItems(8)),
+  signature: SignatureHex,
+  // v2 orders only, all required there (refused on a v1 order): see the description.
+  issued_at: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  hashlock_root: Schema.optional(Bytes32),
+  hashlock_count: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_HASHLOCK_COUNT))),
+  hashlocks: Schema.optional(Schema.Array(Bytes32).pipe(Schema.minItems(1), Schema.maxItems(MAX_HASHLOCK_COUNT))),
 })
 
 /** Maker orders: prepare (sign items), give signatures (relayed), read, recover. Session only. */
@@ -169,26 +204,7 @@ export class OrdersApi extends HttpApiGroup.make("orders")
   .add(
     HttpApiEndpoint.put("publishQuotes", "/v1/orders/:id/quotes")
       .setPath(Schema.Struct({ id: OrderId }))
-      .setPayload(
-        RequestBody("QuoteSetRequest", {
-          sequence: Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER)),
-          valid_until: Schema.Int.pipe(Schema.positive()),
-          quote_size: Amount,
-          identity_generation: Schema.String.pipe(Schema.pattern(/^[0-9]{1,20}$/)),
-          quotes: Schema.Array(
-            Schema.Struct({
-              venue: VenueId,
-              chain_id: Schema.Int.pipe(Schema.positive()),
-              token: Address,
-              recipient: Address,
-              supply: Amount,
-              receive: Amount,
-              min_fill: Amount,
-            }),
-          ).pipe(Schema.minItems(1), Schema.maxItems(8)),
-          signature: SignatureHex,
-        }),
-      )
+      .setPayload(QuoteSetRequest)
       .addSuccess(Order)
       .addError(Forbidden)
       .addError(NotFound)
@@ -199,11 +215,17 @@ export class OrdersApi extends HttpApiGroup.make("orders")
       .addError(SignatureMalformed)
       .addError(SignatureMalleable)
       .addError(SignatureInvalid)
+      .addError(ChainUnavailable)
       .annotate(
         OpenApi.Description,
         "Publishes a quote set signed by the order's quote signer over the escrow-domain QuoteSet. Sequence strictly " +
           "increasing, valid_until within quote_validity_seconds_max, generation current and lease live; it " +
-          "supersedes the order's previous set. Session, or a quote credential bound to the order's identity.",
+          "supersedes the order's previous set. Session, or a quote credential bound to the order's identity. " +
+          "An order on the v2 escrow also needs issued_at, hashlock_root, hashlock_count, hashlocks (the maker's " +
+          "hashlocks by index; their Merkle root must be hashlock_root, their number hashlock_count) and each " +
+          "quote's escrow (the taker venue's v2 escrow); the signature is over the v2 QuoteSet in the order's v2 " +
+          "escrow domain, valid_until - issued_at at most settlement.max_quote_life_seconds, issued_at not ahead of " +
+          "the service's clock by more than 30 s. These fields on a v1 order: 400 INVALID_REQUEST.",
       ),
   )
   .add(

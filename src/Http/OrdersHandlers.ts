@@ -7,12 +7,9 @@ import { fundOrderTypedDataOn, newOrderEscrowVersion, orderEscrow } from "../Cha
 import { Relayer } from "../Chain/Relayer.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
-import { quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
 import { permitTypedData } from "../Domain/Permit.ts"
-import { CurrentPrincipal } from "../Domain/Principal.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
-import { quoteFromWire } from "../Domain/WireQuote.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
@@ -27,7 +24,7 @@ import {
   orderTransactions,
 } from "../Store/Orders.ts"
 import { findQuoteIdentity } from "../Store/QuoteIdentities.ts"
-import { cancelQuoteSets, latestQuoteSet, publishQuoteSet, type QuoteSetRow } from "../Store/QuoteSets.ts"
+import { latestQuoteSet } from "../Store/QuoteSets.ts"
 import { createWithdrawal, findPreparationByDigest } from "../Store/Withdrawals.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { VenueAdapters } from "../Venues/VenueAdapters.ts"
@@ -36,18 +33,15 @@ import {
   apiError,
   ChainUnavailable,
   ChallengeExpired,
-  Forbidden,
-  InsufficientBalance,
   InvalidRequest,
-  LeaseExpired,
   NotFound,
-  QuoteStale,
   SignatureInvalid,
   StateConflict,
   WithdrawalPending,
 } from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { prepareWithdrawal } from "./PrepareWithdrawal.ts"
+import { quoteSetView, quotesHandlers } from "./QuotesHandlers.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 /** A FundOrder (and its permit) stays signable for one hour. */
@@ -59,18 +53,6 @@ interface SignItem {
   // biome-ignore lint/suspicious/noExplicitAny: wire typed data is JSON
   readonly typed_data: any
 }
-
-const quoteSetView = (q: QuoteSetRow) => ({
-  sequence: Number(q.sequence),
-  expires_at: q.valid_until.toISOString(),
-  quotes: q.quotes,
-  signature: q.signature,
-  created_at: q.created_at.toISOString(),
-  valid_until: q.valid_until.toISOString(),
-  quote_size: q.quote_size,
-  identity_generation: q.identity_generation,
-  active: q.active,
-})
 
 const orderView = (row: OrderRow) =>
   Effect.zipWith(
@@ -129,29 +111,13 @@ const sameParameters = (
   BigInt(row.amount) === BigInt(p.amount) &&
   row.quote_identity_id === p.quote_identity_id.toLowerCase()
 
-/**
- * The order as a quoting principal may see it: the master's session, or a `quote` credential bound
- * to the order's own identity (never another identity's order).
- */
-const quotableOrder = (id: string) =>
-  Effect.gen(function* () {
-    const principal = yield* CurrentPrincipal
-    const order = yield* findOrder(id).pipe(Effect.orDie)
-    if (Option.isNone(order)) return yield* apiError(NotFound, "no such order")
-    if (principal._tag === "Session") {
-      return order.value.master === principal.master ? order.value : yield* apiError(NotFound, "no such order")
-    }
-    if (order.value.quote_identity_id !== principal.quoteIdentityId) return yield* apiError(NotFound, "no such order")
-    if (!principal.scopes.includes("quote")) return yield* apiError(Forbidden, "this credential lacks the quote scope")
-    return order.value
-  })
-
 export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
   Effect.gen(function* () {
     const { deployment, operator } = yield* AppConfig
     const clients = yield* ChainClients
     const relayer = yield* Relayer
     const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
+    const quotes = quotesHandlers(deployment, orderView)
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
@@ -345,94 +311,8 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           Effect.zipRight(snapshotCursor, Effect.flatMap(ownOrder(path.id, s.master), orderView)),
         ),
       )
-      .handle("publishQuotes", ({ path, payload }) =>
-        Effect.gen(function* () {
-          const order = yield* quotableOrder(path.id)
-          const venue = venueOf(order.venue)!
-          const now = yield* Clock.currentTimeMillis
-          const nowSeconds = Math.floor(now / 1000)
-          const maxValidity = deployment.limits.quote_validity_seconds_max
-          // A set must outlive the lock cutoff, or no fill could ever be locked against it.
-          const cutoff = deployment.settlement.lock_cutoff_seconds
-          if (payload.valid_until <= nowSeconds + cutoff || payload.valid_until > nowSeconds + maxValidity) {
-            return yield* apiError(
-              InvalidRequest,
-              `valid_until must be more than ${cutoff} s and at most ${maxValidity} s ahead`,
-            )
-          }
-          const quotes = []
-          for (const q of payload.quotes) {
-            const target = venueOf(q.venue)
-            if (!target || target.chain_id !== q.chain_id || target.token.toLowerCase() !== q.token.toLowerCase()) {
-              return yield* apiError(InvalidRequest, `quote for ${q.venue}: unknown venue, chain id or token`)
-            }
-            if (q.venue === order.venue) return yield* apiError(InvalidRequest, "a quote must pay on another venue")
-            if (BigInt(q.supply) === 0n || BigInt(q.receive) === 0n || BigInt(q.min_fill) > BigInt(q.supply)) {
-              return yield* apiError(InvalidRequest, "supply and receive must be positive and min_fill at most supply")
-            }
-            quotes.push(quoteFromWire(q))
-          }
-          const quoteSize = BigInt(payload.quote_size)
-          if (quoteSize === 0n || quoteSize > BigInt(order.escrow_available)) {
-            return yield* apiError(
-              InsufficientBalance,
-              `quote_size exceeds the order's quotable ${order.escrow_available}`,
-            )
-          }
-          yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
-          const generation = BigInt(payload.identity_generation)
-          const typed = quoteSetTypedData(venue.chain_id, getAddress(venue.escrow), {
-            orderId: order.id as Hex,
-            sequence: BigInt(payload.sequence),
-            generation,
-            quoteSize,
-            validUntil: BigInt(payload.valid_until),
-            quotes,
-          })
-          const valid = yield* Effect.promise(() =>
-            verifyTypedData({
-              ...typed,
-              address: order.quote_signer as Address,
-              signature: payload.signature as Hex,
-            }).catch(() => false),
-          )
-          if (!valid)
-            return yield* apiError(SignatureInvalid, "the quote set is not signed by the order's quote signer")
-          const outcome = yield* publishQuoteSet({
-            id: yield* randomUuid,
-            orderId: order.id,
-            master: order.master,
-            identityId: order.quote_identity_id,
-            generation,
-            sequence: BigInt(payload.sequence),
-            validUntilSeconds: BigInt(payload.valid_until),
-            quoteSize,
-            quotes: payload.quotes.map((q) => ({
-              ...q,
-              token: q.token.toLowerCase(),
-              recipient: q.recipient.toLowerCase(),
-            })),
-            signature: payload.signature,
-          }).pipe(Effect.orDie)
-          if (outcome._tag === "Stale") {
-            return yield* apiError(QuoteStale, `sequence must exceed ${outcome.last}`)
-          }
-          if (outcome._tag !== "Published") {
-            return yield* apiError(
-              LeaseExpired,
-              "the identity's lease is not live at this generation; renew and re-sign",
-            )
-          }
-          return yield* orderView(order)
-        }),
-      )
-      .handle("cancelQuotes", ({ path }) =>
-        Effect.gen(function* () {
-          const order = yield* quotableOrder(path.id)
-          yield* cancelQuoteSets(order.id, order.master, order.quote_identity_id).pipe(Effect.orDie)
-          return yield* orderView(order)
-        }),
-      )
+      .handle("publishQuotes", quotes.publish)
+      .handle("cancelQuotes", quotes.cancel)
       .handle("preparation", ({ path }) =>
         Effect.gen(function* () {
           const session = yield* requireSession

@@ -15,15 +15,29 @@ export interface QuoteSetRow {
   readonly signature: string
   readonly active: boolean
   readonly created_at: Date
+  /** Settlement v2 (migrations/0019), null on a v1 set: the signed issuedAt (chain seconds) and hashlock tree. */
+  readonly issued_at: string | null
+  readonly hashlock_root: string | null
+  readonly hashlock_count: number | null
 }
 
+// `hashlocks` (up to MAX_HASHLOCK_COUNT entries) is read only where needed: quoteSetHashlocks.
 const columns = `id, order_id, quote_identity_id, identity_generation::text, cancel_epoch::text, sequence::text,
-  valid_until, quote_size::text, quotes, signature, active, created_at`
+  valid_until, quote_size::text, quotes, signature, active, created_at, issued_at::text, hashlock_root,
+  hashlock_count`
 
 export const latestQuoteSet = (orderId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<QuoteSetRow>`select ${sql.unsafe(columns)} from quote_sets where order_id = ${orderId}
       order by sequence desc limit 1`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+  )
+
+/** A v2 set's published hashlocks (lowercase hex, by index); empty for a v1 set or an unknown id. */
+export const quoteSetHashlocks = (quoteSetId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ hashlocks: ReadonlyArray<string> | null }>`select hashlocks from quote_sets where id = ${quoteSetId}`.pipe(
+      Effect.map((rows) => rows[0]?.hashlocks ?? []),
+    ),
   )
 
 export type PublishOutcome =
@@ -43,6 +57,14 @@ export interface NewQuoteSet {
   readonly quoteSize: bigint
   readonly quotes: ReadonlyArray<Record<string, unknown>>
   readonly signature: string
+  /** Present exactly for a v2 order's set; checked by the caller (signature, root of `hashlocks`, count). */
+  readonly v2?: {
+    readonly issuedAt: bigint
+    readonly hashlockRoot: string
+    readonly hashlockCount: number
+    /** Lowercase hex, by index. */
+    readonly hashlocks: ReadonlyArray<string>
+  }
 }
 
 /**
@@ -71,10 +93,13 @@ export const publishQuoteSet = (q: NewQuoteSet) =>
           where order_id = ${q.orderId} and active`
         const [row] = yield* sql<QuoteSetRow>`
           insert into quote_sets (id, order_id, quote_identity_id, identity_generation, cancel_epoch, sequence,
-            valid_until, quote_size, quotes, signature, active, created_at)
+            valid_until, quote_size, quotes, signature, active, created_at, issued_at, hashlock_root, hashlock_count,
+            hashlocks)
           values (${q.id}, ${q.orderId}, ${q.identityId}, ${q.generation.toString()}, ${identity.cancel_epoch},
             ${q.sequence.toString()}, to_timestamp(${Number(q.validUntilSeconds)}), ${q.quoteSize.toString()},
-            ${JSON.stringify(q.quotes)}::jsonb, ${q.signature}, true, now())
+            ${JSON.stringify(q.quotes)}::jsonb, ${q.signature}, true, now(), ${q.v2?.issuedAt.toString() ?? null},
+            ${q.v2?.hashlockRoot ?? null}, ${q.v2?.hashlockCount ?? null},
+            ${q.v2 === undefined ? null : JSON.stringify(q.v2.hashlocks)}::jsonb)
           returning ${sql.unsafe(columns)}`
         yield* appendJournal({
           kind: "quote_set.published",
