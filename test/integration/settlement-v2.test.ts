@@ -338,6 +338,48 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
     }),
   )
 
+  it.effect("a crash between committing each key and submitting it: resubmitted, one request per step", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const sql = yield* SqlClient.SqlClient
+      const relayer = yield* Relayer
+      const maker = yield* newMaker(1, 2_000_000n)
+      const take = yield* newTake(maker, 2, 600_000n)
+      const escrowHl0 = yield* balanceOf(hl, hl.escrowV2!)
+      // The first submit of every key dies, as if the process stopped right after the key's commit.
+      const crashed = new Set<string>()
+      const crashing = Relayer.of({
+        ...relayer,
+        submit: (request) =>
+          crashed.has(request.idempotencyKey)
+            ? relayer.submit(request)
+            : Effect.sync(() => crashed.add(request.idempotencyKey)).pipe(
+                Effect.zipRight(Effect.dieMessage("crash after the commit, before the submit")),
+              ),
+      })
+      const settle = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.provideService(e, Relayer, crashing)
+      yield* settle(settleUntil("the lock final", allIn(take.takeId, ["locked"])))
+      yield* authorizePayment(aster, take, take.payKey)
+      yield* settle(settleUntil("the payment final", allIn(take.takeId, ["paid"])))
+      yield* reveal(maker, take.fills[0]!.digest, 2)
+      yield* settle(settleUntil("settled", allIn(take.takeId, ["settled"])))
+      const fillId = take.fills[0]!.id
+      const keys = yield* sql<{ idempotency_key: string; status: string }>`
+        select idempotency_key, status from relayer_requests
+        where idempotency_key like ${`settle:${fillId}:%`} or idempotency_key like ${`settle:take:${take.takeId}:%`}
+        order by id`
+      expect(keys.map((k) => [k.idempotency_key, k.status])).toEqual([
+        [`settle:${fillId}:lock`, "final"],
+        [`settle:take:${take.takeId}:payTake`, "final"],
+        [`settle:${fillId}:claim`, "final"],
+      ])
+      expect([...crashed].sort()).toEqual(keys.map((k) => k.idempotency_key).sort())
+      // Exactly one effect per step: the maker escrow paid amount_out once; the payee got amount_in once.
+      expect(yield* balanceOf(hl, hl.escrowV2!)).toBe(escrowHl0 - 600_000n)
+      expect(yield* balanceOf(aster, maker.payee)).toBe(600_000n)
+    }),
+  )
+
   it.effect("the service stopped after the reveal: on restart it completes the claim", () =>
     Effect.gen(function* () {
       const { hl, aster } = yield* SettleEnv
