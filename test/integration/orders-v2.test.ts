@@ -1,13 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Fiber, Layer } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { runCloseQueue } from "../../actors/CloseQueue.ts"
 import { runOrderFunding } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
+import { runWithdrawalDesk } from "../../actors/WithdrawalDesk.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
+import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { mockCoreDepositWalletAbi, mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
@@ -27,23 +29,48 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 /**
  * Orders on the v2 escrow (settlement.escrow_version 2; issue 23): one anvil chain (finality two blocks behind,
  * a block every 200 ms) with the Hyperliquid venue and its SettlementEscrowV2 configured, a second venue id on the
- * same chain as the receive venue, and the real relayer, watcher (v1 and v2 index), funding sweep and close queue.
+ * same chain as the receive venue, and the real relayer, watcher (v1 and v2 index), funding sweep, withdrawal desk
+ * and close queue. The venue's simulator pays margin withdrawals from its hot wallet (anvil #9).
  */
+class Simulator extends Context.Tag("test/OrdersV2Simulator")<Simulator, VenueSimulator>() {}
+
 const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
     const chain = yield* Effect.acquireRelease(
       Effect.promise(() => startTestChain({ slotsInAnEpoch: 1 })),
       (c) => Effect.promise(() => c.anvil.stop()),
     )
+    const sim = yield* Effect.acquireRelease(
+      Effect.promise(() =>
+        startVenueSimulator({
+          kind: "hyperliquid",
+          port: 0,
+          chainRpcUrl: chain.anvil.rpcUrl,
+          chainId: chain.deployment.chainId,
+          token: chain.token,
+          marginMock: chain.deployment.contracts.venue.address,
+          hotWalletKey: ANVIL_PRIVATE_KEYS[9] as Hex,
+          signatureChainId: 42161,
+          pollIntervalMs: 100,
+          onError: () => {},
+        }),
+      ),
+      (s) => Effect.promise(() => s.stop()),
+    )
     const fast = { relayer: { poll_ms: 100 }, watcher: { poll_ms: 100 }, escrowV2: true }
     const { legacy_escrow: _l, ...hl } = venueEntry(chain, "hyperliquid", fast)
     const { legacy_escrow: _a, ...aster } = venueEntry(chain, "aster")
     const config = testAppConfig({
-      venues: [hl, { ...aster, kind: "aster" }],
+      venues: [
+        { ...hl, api_url: sim.url, venue_api: { request_timeout_ms: 1_500 } },
+        { ...aster, kind: "aster" },
+      ],
       auth: { rpc_urls: [chain.anvil.rpcUrl] },
+      withdrawals: { poll_ms: 100, reconcile_ms: 300, reconcile_max_ms: 1_000 },
       settlement: { escrow_version: 2 },
-      // Not anvil #0: the deployer switches the venue mock's refusal while the relayer owns the operator's nonces.
-      operator_key: key(9),
+      // Neither anvil #0 (the deployer switches the venue mock's refusal) nor #9 (the simulator's hot wallet):
+      // the relayer owns the operator's nonces.
+      operator_key: key(7),
     })
     return Layer.mergeAll(
       ChainClients.layerWith(),
@@ -55,6 +82,7 @@ const Live = Layer.unwrapScoped(
       Layer.provideMerge(TestDatabaseLive),
       Layer.provideMerge(config),
       Layer.provideMerge(Layer.succeed(TestChainTag, chain)),
+      Layer.merge(Layer.succeed(Simulator, sim)),
     )
   }),
 )
@@ -92,7 +120,7 @@ const background = Effect.gen(function* () {
     ),
   )
   const actors = yield* Effect.fork(
-    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runOrderFunding, runCloseQueue], {
+    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runOrderFunding, runCloseQueue, runWithdrawalDesk], {
       concurrency: "unbounded",
     }),
   )
@@ -133,8 +161,8 @@ const v2Order = (owner: Address, orderId: string) =>
     ),
   ).pipe(Effect.map(([order, closeRequested]) => ({ available: order.available, closeRequested })))
 
-/** A fresh owner with 20 USDC in the wallet, signed in, linked on hyperliquid, with a quote identity. */
-const newOwner = (base: string) =>
+/** A fresh owner with `wallet` base units in the wallet, signed in, linked on hyperliquid, with a quote identity. */
+const newOwner = (base: string, wallet = 20_000_000n) =>
   Effect.gen(function* () {
     const chain = yield* TestChainTag
     const owner = privateKeyToAccount(generatePrivateKey())
@@ -142,7 +170,7 @@ const newOwner = (base: string) =>
       sendCalls(chain, privateKeyToAccount(ANVIL_PRIVATE_KEYS[3] as Hex), [
         {
           to: chain.token,
-          data: encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [owner.address, 20_000_000n] }),
+          data: encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [owner.address, wallet] }),
         },
       ]),
     )
@@ -471,6 +499,62 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("orders on th
         expect((yield* escrowOf(base, o)).find((r) => r.order_id === zero)).toBeUndefined()
         yield* stop
       }),
+  )
+
+  it.effect("funded from venue margin on the v2 escrow; the owner's own sticky close on chain closes the order", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sim = yield* Simulator
+      const stop = yield* background
+      // 2 USDC in the wallet, 100 at the venue: the order of 7 needs 5 moved from margin.
+      const o = yield* newOwner(base, 2_000_000n)
+      sim.control.credit(o.owner.address, 100_000_000n)
+      const p = yield* createOrder(base, o, "v2-margin")
+      expect(p.to_sign.map((i) => i.kind)).toEqual(["venue_transfer", "fund_order", "permit"])
+      const signed = yield* post(
+        `${base}/v1/orders/${p.order.id}/signatures`,
+        {
+          venue_transfer: yield* sign(
+            o.owner,
+            p.to_sign.find((i) => i.kind === "venue_transfer"),
+          ),
+          fund_order: yield* sign(
+            o.owner,
+            p.to_sign.find((i) => i.kind === "fund_order"),
+          ),
+          permit: yield* sign(
+            o.owner,
+            p.to_sign.find((i) => i.kind === "permit"),
+          ),
+        },
+        o.auth,
+      )
+      expect(signed.status, signed.text).toBe(200)
+      expect((signed.json as OrderView).state).toBe("awaiting_margin")
+      const funded = yield* untilState(base, o, p.order.id, ["funded", "failed"])
+      expect(funded).toMatchObject({ state: "funded", escrow_available: "7000000" })
+      expect((yield* v2Order(o.owner.address, p.order.id)).available).toBe(AMOUNT)
+      expect(yield* wallet(o.owner.address)).toBe(0n)
+      // The owner closes on chain without the service (v2 `close`, sticky): the funding sweep sees the order
+      // drained with its close requested and records it closed.
+      const chain = yield* TestChainTag
+      yield* Effect.promise(() => chain.test.setBalance({ address: o.owner.address, value: 10n ** 18n }))
+      yield* Effect.promise(() =>
+        sendCalls(chain, o.owner, [
+          {
+            to: chain.escrowV2!,
+            data: encodeFunctionData({
+              abi: settlementEscrowV2Abi,
+              functionName: "close",
+              args: [p.order.id as Hex, 0, false],
+            }),
+          },
+        ]),
+      )
+      expect((yield* untilState(base, o, p.order.id, ["closed"])).escrow_available).toBe("0")
+      expect(yield* wallet(o.owner.address)).toBe(AMOUNT)
+      yield* stop
+    }),
   )
 
   it.effect("bad inputs on the close routes for a v2 owner: the envelope, nothing changes, never 5xx", () =>
