@@ -16,6 +16,7 @@ import { settlementEscrowV2Abi as abi, mockUSDCAbi } from "../../src/Chain/artif
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { checkTakeProposal, type TakerConfig, type TakerIntent } from "../../src/Client/TakerChecks.ts"
+import { authorizePayment, cancelFills, httpTakerApi, startTake } from "../../src/Client/TakerFlow.ts"
 import { AppConfig } from "../../src/Config.ts"
 import {
   cancelFillTypedData,
@@ -581,6 +582,98 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         cancel_signature: string
       }>`select cancel_signature from fills where id = ${fillId}::uuid`
       expect(c!.cancel_signature.toLowerCase()).toBe(cancelSig.toLowerCase())
+    }),
+  )
+
+  it.effect("the taker's flow: checks, signs, waits for final locks on its own endpoint, then authorises", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { hl, aster } = yield* Chains
+      const { deployment } = yield* AppConfig
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 8 })
+      yield* catchUp("hyperliquid")
+      yield* only([M.orderId])
+      const t = yield* taker
+      const api = httpTakerApi(base, t.token)
+      const config: TakerConfig = {
+        chains: {
+          42161: { escrow: aster.escrowV2!, token: aster.token },
+          999: { escrow: hl.escrowV2!, token: hl.token },
+        },
+        minClaimWindowSeconds: BigInt(deployment.settlement.claim_window_seconds),
+      }
+      const started = yield* Effect.promise(() =>
+        startTake(
+          api,
+          config,
+          t.account,
+          {
+            clientTakeId: `flow-${crypto.randomUUID()}`,
+            from: "aster",
+            to: "hyperliquid",
+            intent: {
+              takerChainId: 42161,
+              makerChainId: 999,
+              payer: t.account.address,
+              recipient: t.account.address,
+              amountIn: 2_000_000n,
+              minOut: 1_000_000n,
+              maxParts: 4,
+              dex: PERPS_DEX,
+              toMargin: true,
+            },
+          },
+          {
+            now: () => BigInt(Math.floor(Date.now() / 1000)),
+            payByMaxSeconds: BigInt(deployment.settlement.pay_by_max_seconds),
+          },
+        ),
+      )
+      expect(started.ok ? [] : started.problems).toEqual([])
+      if (!started.ok) return
+      const { handle } = started
+      const [row] = yield* sql<{ state: string; pay_key_address: string }>`
+        select state, pay_key_address from takes where id = ${handle.takeId}::uuid`
+      expect(row).toEqual({ state: "signed", pay_key_address: handle.payKey.address.toLowerCase() })
+
+      // Lock every fill (as Settlement will), visible at latest only: the flow signs nothing with the pay key.
+      const fills = yield* sql<{ signature: Hex; hashlock_proof: Array<Hex>; quote_index: number; fill: unknown }>`
+        select signature, hashlock_proof, quote_index, fill from fills where take_id = ${handle.takeId}::uuid`
+      for (const f of fills) {
+        yield* send(hl, operator, hl.escrowV2!, "lock", [
+          parseWireFillV2(f.fill),
+          f.signature,
+          quoteSetV2AbiArg(M.set),
+          BigInt(f.quote_index),
+          M.quoteSig,
+          f.hashlock_proof,
+        ])
+      }
+      const early = yield* Effect.promise(() => authorizePayment(api, hl.pub, handle))
+      expect(early).toMatchObject({ ok: false, retry: true })
+      expect(handle.payTakeSigned).toBe(false)
+      const unpaid = yield* sql<{
+        a: string | null
+      }>`select pay_authorization as a from takes where id = ${handle.takeId}::uuid`
+      expect(unpaid[0]!.a).toBeNull()
+
+      // Final on the client's own endpoint and in the service's index: the pay key authorises, the service stores it.
+      yield* catchUp("hyperliquid")
+      const done = yield* Effect.promise(() => authorizePayment(api, hl.pub, handle))
+      expect(done).toEqual({ ok: true })
+      const paid = yield* sql<{
+        a: string | null
+      }>`select pay_authorization as a from takes where id = ${handle.takeId}::uuid`
+      expect(paid[0]!.a).not.toBeNull()
+
+      // After authorising, a cancel needs payBy passed at a finalized taker block with no payment: refused now.
+      const cancel = yield* Effect.promise(() => cancelFills(api, aster.pub, handle))
+      expect(cancel.cancelled).toEqual([])
+      expect(cancel.refused.map((r) => r.reason)).toEqual(fills.map(() => "pay_by_not_final"))
+      const cancels =
+        yield* sql`select 1 from fills where take_id = ${handle.takeId}::uuid and cancel_signature is not null`
+      expect(cancels.length).toBe(0)
     }),
   )
 

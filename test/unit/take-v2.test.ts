@@ -6,6 +6,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { routeTake, type TakeCandidate } from "../../src/Domain/TakeRouter.ts"
 import { takeTimesV2 } from "../../src/Domain/TakeTimingV2.ts"
+import { audienceOf, visibleTo } from "../../src/Stream/EventFilter.ts"
 
 const BIG = 10n ** 30n
 const quote = (over: Partial<TakeCandidate>): TakeCandidate => ({
@@ -100,5 +101,24 @@ describe("v2 take times", () => {
         },
       ),
     )
+  })
+})
+
+describe("stream: the pay key's prompt reaches the take's master", () => {
+  it("take.pay_authorization_requested (journaled by Settlement for the master) is on that master's account channel only", () => {
+    const master = "0x00000000000000000000000000000000000000a1"
+    const event = {
+      cursor: 1n,
+      kind: "take.pay_authorization_requested",
+      master,
+      identityId: null,
+      from: null,
+      to: null,
+      json: "{}",
+    }
+    const session = (m: string) => ({ _tag: "Session" as const, sessionId: "s", master: m, admin: false })
+    expect(visibleTo(audienceOf(["account"], undefined, session(master)))(event)).toBe(true)
+    expect(visibleTo(audienceOf(["account"], undefined, session(`${master.slice(0, -1)}2`)))(event)).toBe(false)
+    expect(visibleTo(audienceOf(["trades", "account"], undefined, undefined))(event)).toBe(false)
   })
 })

@@ -1,0 +1,164 @@
+/**
+ * The taker's flow (src/Client/TakerFlow.ts) against a LYING API: whatever the API proposes on POST /v1/takes, a
+ * proposal that differs from the intent or the reviewed escrows makes the wallet sign nothing and the client send
+ * nothing. The honest API gets exactly the checked signatures. (Lock finality and the pay key against real chains:
+ * test/integration/takes-v2.test.ts; the building blocks: client-taker-v2, client-flow-v2.)
+ */
+import { type Address, getAddress, type Hex, recoverTypedDataAddress } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { describe, expect, it } from "vitest"
+import type { ProposedSignItem, TakerConfig, TakerIntent } from "../../src/Client/TakerChecks.ts"
+import { startTake, type TakeAnswer, type TakerApi } from "../../src/Client/TakerFlow.ts"
+import { type FillV2, PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
+import { honestFills, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
+
+const TAKER_CHAIN = 42161
+const MAKER_CHAIN = 999
+const addr = (n: number) => getAddress(`0x${n.toString(16).padStart(40, "0")}`)
+const config: TakerConfig = {
+  chains: {
+    [TAKER_CHAIN]: { escrow: addr(0xe1), token: addr(0xc1), tokenName: "USD Coin", tokenVersion: "1" },
+    [MAKER_CHAIN]: { escrow: addr(0xe2), token: addr(0xc2) },
+  },
+  minClaimWindowSeconds: 600n,
+}
+const NOW = 1_800_000_000n
+const PAY_BY_MAX = 120n
+const payer = privateKeyToAccount(generatePrivateKey())
+const intentBase = {
+  takerChainId: TAKER_CHAIN,
+  makerChainId: MAKER_CHAIN,
+  payer: payer.address,
+  recipient: addr(0xa2),
+  amountIn: 10_000_000n,
+  minOut: 9_900_000n,
+  maxParts: 8,
+  dex: PERPS_DEX,
+  toMargin: true,
+}
+const request = { clientTakeId: "t-1", from: "aster", to: "hyperliquid", intent: intentBase }
+
+/** What an honest API would propose for the pay key the client sent. */
+const honest = (payKey: Address) => {
+  const intent: TakerIntent = { ...intentBase, payKey, maxPayBy: NOW + PAY_BY_MAX - 5n }
+  const fills = honestFills(intent, config, { parts: 2, owner: addr(0xb1), payee: addr(0xb2) })
+  return proposeTake(intent, config, fills, { nonce: 0n, deadline: intent.maxPayBy })
+}
+
+const refill = (items: ReadonlyArray<ProposedSignItem>, i: number, change: (f: FillV2) => FillV2) =>
+  items.map((item, j) =>
+    j === i
+      ? marginMove(change(parseWireFillV2((item.typed_data as { message: unknown }).message)), `${item.fill_id}`)
+      : item,
+  )
+
+/** An API whose answer to POST /v1/takes is `propose(the pay key the client named)`; records every call. */
+const fakeApi = (propose: (payKey: Address) => ReadonlyArray<ProposedSignItem>) => {
+  const posted: Array<Readonly<Record<string, unknown>>> = []
+  const created: Array<Readonly<Record<string, unknown>>> = []
+  const answer = (toSign: ReadonlyArray<ProposedSignItem>): TakeAnswer => ({
+    take: { id: "00000000-0000-4000-8000-00000000000a", state: "reserved" },
+    to_sign: toSign,
+  })
+  const api: TakerApi = {
+    createTake: async (b) => {
+      created.push(b)
+      return answer(propose(b.pay_key as Address))
+    },
+    postSignatures: async (_id, b) => {
+      posted.push(b)
+      return answer([])
+    },
+  }
+  return { api, posted, created }
+}
+
+/** The payer's wallet, counting its prompts. */
+const countingWallet = () => {
+  const signed: Array<unknown> = []
+  return {
+    signed,
+    wallet: {
+      signTypedData: ((td: Parameters<typeof payer.signTypedData>[0]) => {
+        signed.push(td)
+        return payer.signTypedData(td)
+      }) as typeof payer.signTypedData,
+    },
+  }
+}
+
+const options = { now: () => NOW, payByMaxSeconds: PAY_BY_MAX }
+const other = addr(0xdead)
+
+const lies: ReadonlyArray<{ name: string; propose: (payKey: Address) => ReadonlyArray<ProposedSignItem> }> = [
+  { name: "Fills naming another pay key", propose: () => honest(other) },
+  { name: "another recipient", propose: (k) => refill(honest(k), 1, (f) => ({ ...f, recipient: other })) },
+  { name: "more amount in", propose: (k) => refill(honest(k), 2, (f) => ({ ...f, amountIn: f.amountIn + 1n })) },
+  { name: "payBy past PAY_BY_MAX", propose: (k) => refill(honest(k), 1, (f) => ({ ...f, payBy: NOW + 121n })) },
+  {
+    name: "another taker escrow",
+    propose: (k) => refill(honest(k), 1, (f) => ({ ...f, takerEscrow: other })),
+  },
+  {
+    name: "two digests swapped",
+    propose: (k) => {
+      const t = honest(k)
+      return [t[0]!, { ...t[1]!, digest: t[2]!.digest }, { ...t[2]!, digest: t[1]!.digest }]
+    },
+  },
+  {
+    name: "a permit to another spender",
+    propose: (k) => {
+      const [permit, ...rest] = honest(k)
+      const typed = JSON.parse(JSON.stringify(permit!.typed_data)) as { message: { spender: string } }
+      typed.message.spender = other
+      return [{ ...permit!, typed_data: typed }, ...rest]
+    },
+  },
+  {
+    name: "an extra pay_authorization item at creation",
+    propose: (k) => [...honest(k), { kind: "pay_authorization", signer: k, typed_data: {} }],
+  },
+  { name: "no fill ids", propose: (k) => honest(k).map(({ fill_id: _f, ...rest }) => rest) },
+]
+
+describe("the taker's flow: create → check → sign → submit", () => {
+  it("an honest proposal: a fresh pay key named, the wallet signs each checked Fill and the permit, all submitted", async () => {
+    const { api, posted, created } = fakeApi(honest)
+    const { wallet, signed } = countingWallet()
+    const result = await startTake(api, config, wallet, request, options)
+    expect(result.ok).toBe(true)
+    if (!result.ok) return
+    expect(created[0]).toMatchObject({
+      amount_in: "10000000",
+      min_out: "9900000",
+      pay_key: result.handle.payKey.address,
+    })
+    expect(signed).toHaveLength(3)
+    expect(posted).toHaveLength(1)
+    const { permit, fills } = posted[0] as { permit: Hex; fills: Array<{ fill_id: string; signature: Hex }> }
+    expect(fills.map((f) => f.fill_id)).toEqual(result.handle.take.fills.map((f) => f.fillId))
+    for (const [i, f] of fills.entries()) {
+      const typed = result.handle.take.fills[i]!.typedData
+      expect(await recoverTypedDataAddress({ ...typed, signature: f.signature })).toBe(payer.address)
+    }
+    expect(await recoverTypedDataAddress({ ...result.handle.take.permit, signature: permit })).toBe(payer.address)
+    expect(result.handle.payTakeSigned).toBe(false)
+    // Each take gets its own pay key.
+    const again = await startTake(fakeApi(honest).api, config, countingWallet().wallet, request, options)
+    expect(again.ok && again.handle.payKey.address).not.toBe(result.handle.payKey.address)
+  })
+
+  for (const lie of lies) {
+    it(`a lying API (${lie.name}): the wallet signs nothing, nothing is sent`, async () => {
+      const { api, posted } = fakeApi(lie.propose)
+      const { wallet, signed } = countingWallet()
+      const result = await startTake(api, config, wallet, request, options)
+      expect(result.ok).toBe(false)
+      expect(result.ok ? [] : result.problems.length).toBeGreaterThan(0)
+      expect(signed).toEqual([])
+      expect(posted).toEqual([])
+    })
+  }
+})
