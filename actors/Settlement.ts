@@ -11,6 +11,10 @@
  * relayer lacks, which the next pass submits again (same key, same calldata: harmless if it already exists).
  * Secrets stay sealed at rest and are opened only to build a `claim` (or a `claimPayment` before the secret is
  * public); a secret already public in the index (someone claimed, or we crashed after revealing) is used as is.
+ *
+ * Settlement v2 fills (takes.escrow_version = 2) are driven on their own pass of the same loop
+ * (actors/SettlementV2.ts, src/Domain/SettlementStepV2.ts): no secret held, one payTake per take. This pass reads
+ * v1 takes only, and v1 decisions are unchanged.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Option, Queue, Schedule, Stream } from "effect"
