@@ -1,63 +1,20 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect } from "effect"
-import { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
-import { AppConfig } from "../Config.ts"
-import { HealthDegraded, HealthOk, MAX_PENDING_FOR_READY } from "../Domain/Health.ts"
-import { toRfc3339 } from "../Domain/Primitives.ts"
-import { readAlerts } from "../Store/Alerts.ts"
-import { journalStats } from "../Store/Journal.ts"
-import { clusterHealth } from "../Store/RunnerStatus.ts"
+import { Effect } from "effect"
+import type { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
+import type { AppConfig } from "../Config.ts"
+import { HealthDegraded, HealthOk } from "../Domain/Health.ts"
+import { healthReport } from "../Observability/HealthReport.ts"
 import { Api } from "./Api.ts"
 
-/**
- * Readiness as the spec defines it; the journal figures come from the database, not memory. The
- * cluster's supervision (actors, mailboxes, runners) is shown beside it from the runners' status rows.
- */
+/** GET /health: 200 when ready, else 503 with the same body (src/Observability/HealthReport.ts). */
 export const HealthHandlers = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function* () {
-    const board = yield* ChainStatusBoard
-    const { deployment } = yield* AppConfig
+    const context = yield* Effect.context<ChainStatusBoard | AppConfig>()
     return handlers
       .handle("health", () =>
         Effect.gen(function* () {
-          // A failed database read never claims readiness and never turns /health into a 500.
-          const [chains, pending, journal, now, cluster] = yield* Effect.all(
-            [
-              board.chains,
-              Effect.either(board.pendingTransactions),
-              Effect.either(journalStats),
-              Clock.currentTimeMillis,
-              // Shown beside the spec's fields, never part of ready: an unreadable table shows as empty.
-              clusterHealth.pipe(Effect.orElseSucceed(() => ({ actors: [], mailbox_depth: 0, runners: [] }))),
-            ],
-            { concurrency: "unbounded" },
-          )
-          const pendingCount = pending._tag === "Right" ? pending.right : 0
-          const journalFigures =
-            journal._tag === "Right" ? journal.right : { unpublished: 0, oldestUnpublishedSeconds: 0 }
-          const ready =
-            pending._tag === "Right" &&
-            journal._tag === "Right" &&
-            chains.every((c) => c.ready && !c.integrity_mismatch) &&
-            pendingCount < MAX_PENDING_FOR_READY
-          const alerts = yield* readAlerts({
-            nowMs: now,
-            chains,
-            cluster,
-            venues: deployment.venues,
-            settlement: deployment.settlement,
-          })
-          const body = {
-            ready,
-            server_time: toRfc3339(now),
-            pending_transactions: pendingCount,
-            chains,
-            journal_unpublished: journalFigures.unpublished,
-            journal_oldest_unpublished_seconds: journalFigures.oldestUnpublishedSeconds,
-            cluster,
-            alerts,
-          }
-          return ready
+          const body = yield* Effect.provide(healthReport, context)
+          return body.ready
             ? new HealthOk({ status: "ok", ...body })
             : yield* Effect.fail(new HealthDegraded({ status: "degraded", ...body }))
         }),

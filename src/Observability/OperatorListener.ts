@@ -1,22 +1,31 @@
-import { createServer, type Server } from "node:http"
+import { createServer, type Server, type ServerResponse } from "node:http"
 import * as OtelMetrics from "@effect/opentelemetry/Metrics"
 import * as OtelResource from "@effect/opentelemetry/Resource"
 import type { SqlClient } from "@effect/sql"
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
 import { Config, Console, Context, Effect, Layer, Option, Runtime } from "effect"
+import type { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
 import { type AppConfig, ConfigInvalid } from "../Config.ts"
+import { recentSettlements, relayerQueues } from "../Store/StatusPage.ts"
 import { collectGauges } from "./Collect.ts"
+import { healthReport } from "./HealthReport.ts"
+import { STATUS_HTML } from "./StatusPage.ts"
 
 /**
  * The operator listener (DESIGN §8): operators' pages live on their own port, never on the public API.
  * `GET /metrics` answers Prometheus text (version 0.0.4): Effect's metrics (src/Observability/Metrics.ts),
  * read through @effect/opentelemetry's metric producer by OpenTelemetry's Prometheus exporter, whose own
  * HTTP server is not started (`preventServerStart`): its request handler answers on this listener, after
- * the gauges of persisted state were read (src/Observability/Collect.ts).
+ * the gauges of persisted state were read (src/Observability/Collect.ts). `GET /status` is the operators'
+ * status page (src/Observability/StatusPage.ts), which reads `GET /health` (the public route's body and
+ * status, src/Observability/HealthReport.ts) and `GET /status/data` (relayer queues, recent settlements).
  *
  * OPERATOR_HOST defaults to loopback; OPERATOR_PORT to a free port (as RUNNER_PORT does), announced in the
  * start-up output. Set OPERATOR_PORT for a Prometheus scrape target (e.g. 9464).
  */
+
+/** Recent takes on the status page. */
+const SETTLEMENTS_SHOWN = 20
 
 export interface OperatorOptions {
   readonly host: string
@@ -54,7 +63,7 @@ export class OperatorListener extends Context.Tag("OperatorListener")<
 /** The listener on `options`; announces its address. */
 export const operatorLayer = (
   options: OperatorOptions,
-): Layer.Layer<OperatorListener, ConfigInvalid, AppConfig | SqlClient.SqlClient> =>
+): Layer.Layer<OperatorListener, ConfigInvalid, AppConfig | SqlClient.SqlClient | ChainStatusBoard> =>
   Layer.scoped(
     OperatorListener,
     Effect.gen(function* () {
@@ -63,18 +72,57 @@ export const operatorLayer = (
         yield* OtelMetrics.makeProducer.pipe(Effect.provide(OtelResource.layer({ serviceName: "settlement-service" }))),
         () => exporter,
       )
-      const runtime = yield* Effect.runtime<AppConfig | SqlClient.SqlClient>()
-      const collect = Runtime.runPromise(runtime)
+      const runtime = yield* Effect.runtime<AppConfig | SqlClient.SqlClient | ChainStatusBoard>()
+      const run = Runtime.runPromise(runtime)
+      const json = (res: ServerResponse, status: number, body: unknown) =>
+        res
+          .writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
+          .end(JSON.stringify(body))
+      const failed = (res: ServerResponse) => () => {
+        if (!res.headersSent) json(res, 500, { error: "the status could not be read; see the service log" })
+      }
       const server = createServer((req, res) => {
         const path = (req.url ?? "").split("?")[0]
-        if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
-          collect(collectGauges).then(
-            () => exporter.getMetricsRequestHandler(req, res),
-            () => exporter.getMetricsRequestHandler(req, res),
-          )
+        if (req.method !== "GET" && req.method !== "HEAD") {
+          res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("GET only\n")
           return
         }
-        res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found: GET /metrics\n")
+        switch (path) {
+          case "/metrics":
+            run(collectGauges).then(
+              () => exporter.getMetricsRequestHandler(req, res),
+              () => exporter.getMetricsRequestHandler(req, res),
+            )
+            return
+          case "/status":
+            res
+              .writeHead(200, {
+                "content-type": "text/html; charset=utf-8",
+                "cache-control": "no-store",
+                // Inline style and script only: nothing is loaded from anywhere else.
+                "content-security-policy":
+                  "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'",
+              })
+              .end(STATUS_HTML)
+            return
+          case "/health":
+            run(healthReport).then(
+              (body) => json(res, body.ready ? 200 : 503, { status: body.ready ? "ok" : "degraded", ...body }),
+              failed(res),
+            )
+            return
+          case "/status/data":
+            run(
+              Effect.all(
+                { relayer: relayerQueues, settlements: recentSettlements(SETTLEMENTS_SHOWN) },
+                { concurrency: 2 },
+              ),
+            ).then((body) => json(res, 200, body), failed(res))
+            return
+        }
+        res
+          .writeHead(404, { "content-type": "text/plain; charset=utf-8" })
+          .end("not found: GET /metrics, /status, /health, /status/data\n")
       })
       server.keepAliveTimeout = 65_000
       const port = yield* Effect.acquireRelease(listen(server, options), () =>
@@ -84,7 +132,7 @@ export const operatorLayer = (
         }),
       )
       const url = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`
-      yield* Console.log(`operator listener at ${url} (GET /metrics, Prometheus text)`)
+      yield* Console.log(`operator listener at ${url} (GET /metrics, Prometheus text; GET /status, the status page)`)
       return { host: options.host, port, url }
     }),
   )

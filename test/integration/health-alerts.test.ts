@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { FILL_ATTEMPTS_MAX } from "../../src/Domain/Alerts.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
+import { ago, insertRow } from "../support/Rows.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 
@@ -17,43 +18,6 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 
 const Live = TestHttpLive.pipe(Layer.provideMerge(TestDatabaseLive), Layer.provideMerge(testAppConfig()))
 const deployment = testDeployment()
-
-/** Inserts a row: `values` plus a neutral value for every other required column (FK triggers off). */
-const insertRow = (table: string, values: Record<string, unknown>) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const columns = yield* sql<{ column_name: string; data_type: string; max: number | null }>`
-      select column_name, data_type, character_maximum_length as max from information_schema.columns
-      where table_name = ${table} and is_nullable = 'NO' and column_default is null`
-    const row: Record<string, unknown> = {}
-    for (const c of columns) {
-      if (c.column_name in values) continue
-      row[c.column_name] =
-        c.data_type === "uuid"
-          ? crypto.randomUUID()
-          : c.data_type === "boolean"
-            ? false
-            : c.data_type.startsWith("timestamp")
-              ? new Date()
-              : c.data_type === "jsonb"
-                ? "{}"
-                : c.data_type === "text" || c.data_type === "character varying"
-                  ? c.max === 42
-                    ? `0x${"0".repeat(40)}`
-                    : c.max === 66
-                      ? `0x${crypto.randomUUID().replace(/-/g, "").padEnd(64, "0")}`
-                      : `x-${crypto.randomUUID()}`
-                  : 0
-    }
-    yield* sql.withTransaction(
-      Effect.gen(function* () {
-        yield* sql`set local session_replication_role = replica`
-        yield* sql`insert into ${sql(table)} ${sql.insert({ ...row, ...values })}`
-      }),
-    )
-  })
-
-const ago = (seconds: number) => new Date(Date.now() - seconds * 1000)
 
 layer(Live, { timeout: "120 seconds", excludeTestServices: true })("health alerts", (it) => {
   it.effect("each condition is named in /health; only the gas one degrades", () =>
