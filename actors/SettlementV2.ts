@@ -23,7 +23,7 @@ import {
 } from "../src/Chain/SettlementCallsV2.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import { decideV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
+import { CANCELLED_BY_PAY_KEY, decideV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
 import { keysOf, outcomesOf, recordCall } from "../src/Store/Settlement.ts"
 import {
   advanceFillV2,
@@ -188,9 +188,10 @@ export const sweepSettlementV2 = <E, R>(
               return yield* advanceFillV2(f, action.state, chance)
             }
             case "Finish": {
-              // Evidence from the index only (rows are final events): unpaid = a final lock and no payment at all;
-              // an unclaimed payment = paid, never claimed, and the lock never delivered.
-              const unpaid = f.lock_state !== null && f.payment_state === null
+              // Evidence from the index only (rows are final events): unpaid = a final lock and no payment at all,
+              // unless the pay key cancelled it before payBy; an unclaimed payment = paid, never claimed, and the
+              // lock never delivered.
+              const unpaid = f.lock_state !== null && f.payment_state === null && f.error !== CANCELLED_BY_PAY_KEY
               const unclaimedPayment =
                 f.payment_state !== null && f.payment_state !== "claimed" && f.lock_state !== "claimed"
               return yield* finishFillV2(f, action.state, action.error ?? f.error, { unpaid, unclaimedPayment }, policy)

@@ -8,7 +8,8 @@ import { Effect } from "effect"
  * - `settlement_v2_marks`: on-chain evidence counted once per fill (primary key (fill_id, kind)):
  *   `chance` — the payment was final with at least reveal_cutoff left before takerExpiry while the lock was live
  *   (the maker could reveal); `fade` — such a payment was never claimed (refunded, or held past takerExpiry);
- *   `unpaid` — every lock of the take was final, and this lock ended (cancelled or refunded) with no payment.
+ *   `unpaid` — every lock of the take was final, and this lock was left unpaid past payBy: it ended (cancelled
+ *   or refunded) with no payment, other than by a cancel the pay key gave before payBy.
  *   `identity_id` is the maker's quote identity (fade, chance), `master` the taker's account (unpaid).
  * - `quote_identities.fade_flagged_at`: set when the identity's fades exceed the configured rate
  *   (settlement.max_fade_rate over max(chances, settlement.fade_min_chances)); the router skips a flagged

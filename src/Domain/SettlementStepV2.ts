@@ -134,6 +134,12 @@ export const effectiveFactsV2 = (f: FillFactsV2): FillFactsV2 => {
 /** The public secret, wherever the index shows it. */
 const publicSecret = (f: FillFactsV2) => f.secret ?? f.lock?.secret ?? f.payment?.secret ?? null
 
+/**
+ * The error a cancelLock carries when the pay key cancelled before payBy without authorising: the client released
+ * the lock itself, so it is not a lock "left unpaid past payBy" (src/Store/SettlementV2.ts counts those).
+ */
+export const CANCELLED_BY_PAY_KEY = "cancelled by the pay key"
+
 /** No payment will come (payBy passed, or the pay call failed for good): cancel with the pay key's signature, or wait. */
 const abortUnpaid = (f: FillFactsV2, error: string): Action =>
   f.cancelSigned ? drive(f, "cancelLock", { error }) : wait(`${error}; the lock refunds after makerExpiry`)
@@ -219,7 +225,7 @@ export const decideV2 = (facts: FillFactsV2): Action => {
   if (f.state === "locked") {
     if (payInFlight(f)) return wait("the payTake call is in flight")
     // A cancel given before any authorisation is the client's choice to stop: release the maker's funds now.
-    if (f.cancelSigned && !f.payAuthorized) return drive(f, "cancelLock", { error: "cancelled by the pay key" })
+    if (f.cancelSigned && !f.payAuthorized) return drive(f, "cancelLock", { error: CANCELLED_BY_PAY_KEY })
     if (f.takerNow >= f.payBy) return abortUnpaid(f, "no payment by payBy")
     if (!f.takeLocksFinal) return wait("other locks of the take are not final")
     if (!f.payAuthorized) return wait("waiting for the pay key's authorisation")

@@ -164,8 +164,9 @@ export interface FadePolicy {
 }
 
 /**
- * A final state, with its evidence. `unpaid`: the lock ended with no payment (counted only when every lock of the
- * take had been final, i.e. the pay authorisation was requested). `unclaimedPayment`: a payment existed and was
+ * A final state, with its evidence. `unpaid`: the lock was left unpaid past payBy and ended with no payment (the
+ * caller leaves out a cancel the pay key gave before payBy; counted only when every lock of the take had been
+ * final, i.e. the pay authorisation was requested). `unclaimedPayment`: a payment existed and was
  * never claimed; it is a fade only if a chance was recorded for the fill (DESIGN §10's evidence rule). A fade
  * flags the identity once its fades exceed policy.maxFadeRate × max(chances, policy.minChances).
  */

@@ -275,6 +275,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       const sql = yield* SqlClient.SqlClient
       const maker = yield* newMaker(7, 5_000_000n)
       const take = yield* newTake(maker, 1, 300_000n)
+      const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
       const digest = take.fills[0]!.digest
       const cancel = yield* Effect.promise(() =>
@@ -287,7 +288,10 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
         Effect.map(escrowOrder(maker.orderId), (o) => o?.locked === "0"),
       )
       expect(yield* escrowOrder(maker.orderId)).toEqual({ available: "5000000", locked: "0" })
-      expect((yield* marks(maker.identityId, take.master)).fades).toMatchObject({ chances: 0, fades: 0 })
+      // Released by the client before payBy: neither a fade nor an unpaid lock.
+      const m = yield* marks(maker.identityId, take.master)
+      expect(m.fades).toMatchObject({ chances: 0, fades: 0 })
+      expect(m.unpaid.unpaid).toBe(unpaid0)
     }),
   )
 
