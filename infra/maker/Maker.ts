@@ -3,12 +3,23 @@
  * dead-man switch: if this process stops, the lease lapses and its quotes stop being admitted),
  * and keeps a signed quote set published for one order. Exits non-zero with a clear message when
  * the lease cannot be kept.
+ *
+ * For an order on the v2 escrow (`--escrow-v2` names its venue; DESIGN §10) each set also carries the maker's
+ * hashlocks: derived from secretKeyOf(signer key) over (maker chain, maker v2 escrow, owner, order id, sequence), so
+ * only their hashes and root leave this process, never a secret. Beside the lease loop, the reveal loop
+ * (src/Client/MakerRevealLoop.ts) watches its own endpoints (`--rpc`) and reveals by its own claimPayment from
+ * MAKER_PAYEE_KEY; it keeps no state, so a restarted bot reveals what is still open. It stops with the bot: run the
+ * bot again until open payments are revealed (a payment left unrevealed refunds to the taker and counts as a fade).
  */
-import { getAddress } from "viem"
+import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
+import { settlementEscrowV2Abi } from "../../src/Chain/artifacts/SettlementEscrowV2.ts"
+import { makeRevealLoop } from "../../src/Client/MakerRevealLoop.ts"
 import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
-import { quoteFromWire } from "../../src/Domain/WireQuote.ts"
-import { type MakerOptions, parseMakerOptions, UsageError } from "./MakerOptions.ts"
+import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
+import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
+import { type MakerOptions, type MakerV2Options, parseMakerOptions, UsageError } from "./MakerOptions.ts"
 
 interface Venue {
   readonly id: string
@@ -32,6 +43,77 @@ const call = async (o: MakerOptions, method: string, path: string, body?: unknow
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** How many of its own published v2 sets the bot remembers (the reveal loop's fallback to a lock's calldata). */
+const KNOWN_SETS = 64
+
+/** An error's name only: messages of chain clients may quote call arguments or an endpoint's URL (with a key). */
+const errorName = (e: unknown) => (e instanceof Error ? e.name : "error")
+
+/** The v2 reveal loop on the maker's own endpoints, its claimPayment sent from the payee key. */
+const revealLoop = (
+  o: MakerOptions,
+  v2: MakerV2Options,
+  venues: ReadonlyArray<Venue>,
+  known: () => ReadonlyArray<QuoteSetV2>,
+  log: (line: string) => void,
+) => {
+  const venue = (id: string) => {
+    const v = venues.find((x) => x.id === id)
+    if (!v) throw new MakerStop(`unknown venue ${id}`)
+    const url = v2.rpc[id]!
+    const chain = defineChain({
+      id: v.chain_id,
+      name: v.id,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [url] } },
+    })
+    return { v, chain, reader: createPublicClient({ chain, transport: http(url) }) }
+  }
+  const maker = venue(o.venue)
+  const payee = privateKeyToAccount(v2.payeeKey)
+  const takerChains: Record<number, { escrow: `0x${string}`; payee: `0x${string}` }> = {}
+  const takers: Parameters<typeof makeRevealLoop>[1]["takers"] = {}
+  for (const q of o.quotes) {
+    const t = venue(q.venue)
+    const escrow = getAddress(v2.escrows[q.venue]!)
+    takerChains[t.v.chain_id] = { escrow, payee: getAddress(q.recipient) }
+    const wallet = createWalletClient({ account: payee, chain: t.chain, transport: http(v2.rpc[q.venue]!) })
+    Object.assign(takers, {
+      [t.v.chain_id]: {
+        reader: t.reader,
+        claimPayment: async (digest: Hex, secret: Hex) => {
+          const hash = await wallet.writeContract({
+            address: escrow,
+            abi: settlementEscrowV2Abi,
+            functionName: "claimPayment",
+            args: [digest, secret],
+          })
+          const receipt = await t.reader.waitForTransactionReceipt({ hash })
+          if (receipt.status !== "success") throw new Error(`claimPayment ${hash} reverted`)
+          return hash
+        },
+      },
+    })
+  }
+  return makeRevealLoop(
+    {
+      makerChainId: maker.v.chain_id,
+      makerEscrow: getAddress(v2.escrows[o.venue]!),
+      takerChains,
+      revealCutoffSeconds: BigInt(v2.revealCutoffSeconds),
+      orders: [{ owner: getAddress(v2.owner), orderId: o.order }],
+    },
+    {
+      maker: maker.reader,
+      takers,
+      key: secretKeyOf(o.signerKey),
+      nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
+      log: (line) => log(`reveal loop: ${line}`),
+      knownSets: known,
+    },
+  )
+}
+
 export const runMaker = async (o: MakerOptions, log: (line: string) => void = console.log) => {
   const signer = privateKeyToAccount(o.signerKey)
   const venues = ((await (await fetch(`${o.api}/v1/venues`)).json()) as { data: Array<Venue> }).data
@@ -49,6 +131,8 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
     )
   }
   const started = Date.now()
+  const known: Array<QuoteSetV2> = []
+  const reveals = o.v2 === undefined ? undefined : revealLoop(o, o.v2, venues, () => known, log)
   let leaseExpiresAt = 0
   let generation = ""
   let published = { generation: "", validUntil: 0, sequence: 0 }
@@ -85,48 +169,103 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
         min_fill: q.minFill,
       }
     })
-    const signature = await signer.signTypedData(
-      quoteSetTypedData(makerVenue.chain_id, getAddress(makerVenue.escrow), {
-        orderId: o.order,
-        sequence: BigInt(sequence),
-        generation: BigInt(generation),
-        quoteSize: BigInt(o.quoteSize),
-        validUntil: BigInt(validUntil),
-        quotes: quotes.map(quoteFromWire),
-      }),
-    )
-    const res = await call(o, "PUT", `/v1/orders/${o.order}/quotes`, {
+    const common = {
       sequence,
       valid_until: validUntil,
       quote_size: o.quoteSize,
       identity_generation: generation,
-      quotes,
-      signature,
-    })
+    }
+    let body: Record<string, unknown>
+    let v2Set: QuoteSetV2 | undefined
+    if (o.v2 === undefined) {
+      const signature = await signer.signTypedData(
+        quoteSetTypedData(makerVenue.chain_id, getAddress(makerVenue.escrow), {
+          orderId: o.order,
+          sequence: BigInt(sequence),
+          generation: BigInt(generation),
+          quoteSize: BigInt(o.quoteSize),
+          validUntil: BigInt(validUntil),
+          quotes: quotes.map(quoteFromWire),
+        }),
+      )
+      body = { ...common, quotes, signature }
+    } else {
+      // The escrows are the maker's reviewed ones (flags), not the service's word.
+      const makerEscrow = getAddress(o.v2.escrows[o.venue]!)
+      const v2Quotes = quotes.map((q) => ({ ...q, escrow: getAddress(o.v2!.escrows[q.venue]!) }))
+      const owner = getAddress(o.v2.owner)
+      const hashlocks = deriveHashlockSet(
+        secretKeyOf(o.signerKey),
+        { chainId: BigInt(makerVenue.chain_id), makerEscrow, owner, orderId: o.order, sequence: BigInt(sequence) },
+        o.v2.hashlockCount,
+      )
+      const issuedAt = Math.floor(Date.now() / 1000)
+      v2Set = {
+        owner,
+        orderId: o.order,
+        sequence: BigInt(sequence),
+        generation: BigInt(generation),
+        quoteSize: BigInt(o.quoteSize),
+        issuedAt: BigInt(issuedAt),
+        validUntil: BigInt(validUntil),
+        hashlockRoot: hashlocks.root,
+        hashlockCount: hashlocks.count,
+        quotes: v2Quotes.map(quoteV2FromWire),
+      }
+      const signature = await signer.signTypedData(quoteSetV2TypedData(makerVenue.chain_id, makerEscrow, v2Set))
+      // Only the hashlocks (hashes) and their root leave the process; the secrets stay derivable from the key.
+      body = {
+        ...common,
+        quotes: v2Quotes,
+        issued_at: issuedAt,
+        hashlock_root: hashlocks.root,
+        hashlock_count: hashlocks.count,
+        hashlocks: hashlocks.hashlocks,
+        signature,
+      }
+    }
+    const res = await call(o, "PUT", `/v1/orders/${o.order}/quotes`, body)
     if (res.status !== 200) {
       const error = (res.json.error ?? {}) as { code?: string; message?: string }
       log(`quote set ${sequence} refused: ${error.code} ${error.message}`)
       return
     }
     published = { generation, validUntil, sequence }
+    if (v2Set !== undefined) known.splice(0, Math.max(0, known.push(v2Set) - KNOWN_SETS))
     log(
       `published quote set ${sequence} (generation ${generation}, valid until ${new Date(validUntil * 1000).toISOString()})`,
     )
   }
-  while (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000) {
-    let renewed = false
-    try {
-      renewed = await renew()
-    } catch (e) {
-      if (e instanceof MakerStop) throw e
+  // The reveal loop runs beside the lease loop (a slow chain never delays a renewal) and stops with it.
+  let stopped = false
+  const revealing = (async () => {
+    while (reveals !== undefined && !stopped) {
+      await reveals.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
+      if (!stopped) await sleep(o.renewSeconds * 1000)
     }
-    if (!renewed && Date.now() >= leaseExpiresAt - o.renewSeconds * 1000) {
-      throw new MakerStop("the lease could not be renewed before it expires")
+  })()
+  try {
+    await leaseLoop()
+  } finally {
+    stopped = true
+    await revealing
+  }
+  async function leaseLoop() {
+    while (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000) {
+      let renewed = false
+      try {
+        renewed = await renew()
+      } catch (e) {
+        if (e instanceof MakerStop) throw e
+      }
+      if (!renewed && Date.now() >= leaseExpiresAt - o.renewSeconds * 1000) {
+        throw new MakerStop("the lease could not be renewed before it expires")
+      }
+      const stale =
+        published.generation !== generation || published.validUntil * 1000 - Date.now() < (o.validitySeconds * 1000) / 2
+      if (renewed && stale) await publish()
+      await sleep(o.renewSeconds * 1000)
     }
-    const stale =
-      published.generation !== generation || published.validUntil * 1000 - Date.now() < (o.validitySeconds * 1000) / 2
-    if (renewed && stale) await publish()
-    await sleep(o.renewSeconds * 1000)
   }
 }
 

@@ -26,11 +26,34 @@ export interface MakerOptions {
   readonly validitySeconds: number
   /** Stop after this many seconds (0: run until stopped). */
   readonly runSeconds: number
+  /**
+   * Settlement v2 (an order on the v2 escrow): set when `--escrow-v2` names the order's venue. The escrows are the
+   * ones this maker reviewed (never read from the service); `rpc` are its own endpoints for the reveal loop.
+   */
+  readonly v2?: MakerV2Options
+}
+
+export interface MakerV2Options {
+  /** The order's owner (the v2 escrow keys orders by owner and id; the QuoteSet signs it). */
+  readonly owner: `0x${string}`
+  /** Per venue id: its reviewed SettlementEscrowV2. */
+  readonly escrows: Readonly<Record<string, `0x${string}`>>
+  /** Per venue id: the maker's own JSON-RPC endpoint (the order's venue and every quoted venue). */
+  readonly rpc: Readonly<Record<string, string>>
+  /** Hashlocks per quote set (each fill uses one; the 64 KiB request body holds at most about 900). */
+  readonly hashlockCount: number
+  /** Reveal only with at least this many seconds left before takerExpiry (DESIGN §6 "Timing": C). */
+  readonly revealCutoffSeconds: number
+  /** The key that sends claimPayment on the taker chains (pays their gas): MAKER_PAYEE_KEY, else the signer key. */
+  readonly payeeKey: `0x${string}`
 }
 
 const USAGE = `usage: npm run maker -- --api URL --identity UUID --order 0x… --venue VENUE --quote VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL
        [--quote …] --quote-size AMOUNT [--ttl 30] [--renew 5] [--validity 60] [--run 0]
-  env: MAKER_CREDENTIAL (mk_…), MAKER_SIGNER_KEY (0x… private key of the identity's signer)`
+       v2 order: --owner 0x… --escrow-v2 VENUE=0x… (the order's venue and each quoted venue) --rpc VENUE=URL (same)
+       [--hashlocks 64] [--reveal-cutoff 600]
+  env: MAKER_CREDENTIAL (mk_…), MAKER_SIGNER_KEY (0x… private key of the identity's signer),
+       MAKER_PAYEE_KEY (v2, optional: sends the reveals; default MAKER_SIGNER_KEY)`
 
 export class UsageError extends Error {}
 
@@ -49,6 +72,11 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
       renew: { type: "string", default: "5" },
       validity: { type: "string", default: "60" },
       run: { type: "string", default: "0" },
+      owner: { type: "string" },
+      "escrow-v2": { type: "string", multiple: true },
+      rpc: { type: "string", multiple: true },
+      hashlocks: { type: "string", default: "64" },
+      "reveal-cutoff": { type: "string", default: "600" },
     },
   })
   const need = (name: string, value: string | undefined) => {
@@ -77,18 +105,83 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
   const ttlSeconds = int("--ttl", values.ttl!, 5, 120)
   const renewSeconds = int("--renew", values.renew!, 1, 60)
   if (renewSeconds * 2 > ttlSeconds) throw new UsageError("--renew must be at most half of --ttl")
+  const venue = need("--venue", values.venue)
+  const v2 = parseV2(values, env, signerKey as `0x${string}`, venue, quotes, int)
   return {
     api: need("--api", values.api).replace(/\/$/, ""),
     credential,
     identity: need("--identity", values.identity),
     signerKey: signerKey as `0x${string}`,
     order: order as `0x${string}`,
-    venue: need("--venue", values.venue),
+    venue,
     quotes,
     quoteSize: need("--quote-size", values["quote-size"]),
     ttlSeconds,
     renewSeconds,
     validitySeconds: int("--validity", values.validity!, 10, 3600),
     runSeconds: int("--run", values.run!, 0, 86_400),
+    ...(v2 === undefined ? {} : { v2 }),
+  }
+}
+
+const HEX_KEY = /^0x[0-9a-fA-F]{64}$/
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+/** `VENUE=VALUE` pairs of a repeated flag, by venue. */
+const pairs = (flag: string, list: ReadonlyArray<string> | undefined, valid: (v: string) => boolean) => {
+  const out: Record<string, string> = {}
+  for (const item of list ?? []) {
+    const at = item.indexOf("=")
+    const [venue, value] = [item.slice(0, at), item.slice(at + 1)]
+    if (at <= 0 || !valid(value)) throw new UsageError(`bad ${flag} ${item}\n${USAGE}`)
+    out[venue] = value
+  }
+  return out
+}
+
+/** The v2 options: present exactly when `--escrow-v2` names the order's venue. */
+const parseV2 = (
+  values: {
+    readonly owner?: string | undefined
+    readonly "escrow-v2"?: ReadonlyArray<string> | undefined
+    readonly rpc?: ReadonlyArray<string> | undefined
+    readonly hashlocks?: string | undefined
+    readonly "reveal-cutoff"?: string | undefined
+  },
+  env: NodeJS.ProcessEnv,
+  signerKey: `0x${string}`,
+  venue: string,
+  quotes: ReadonlyArray<QuoteSpec>,
+  int: (name: string, v: string, min: number, max: number) => number,
+): MakerV2Options | undefined => {
+  const escrows = pairs("--escrow-v2", values["escrow-v2"], (v) => HEX_ADDRESS.test(v)) as Record<string, `0x${string}`>
+  if (escrows[venue] === undefined) {
+    if (Object.keys(escrows).length > 0) throw new UsageError(`--escrow-v2 must name the order's venue ${venue}`)
+    return undefined
+  }
+  const rpc = pairs("--rpc", values.rpc, (v) => /^https?:\/\/\S+$/.test(v))
+  const involved = [venue, ...quotes.map((q) => q.venue)]
+  for (const v of involved) {
+    if (escrows[v] === undefined) throw new UsageError(`a v2 order needs --escrow-v2 ${v}=0x… (its reviewed v2 escrow)`)
+  }
+  for (const v of involved) {
+    if (rpc[v] === undefined) throw new UsageError(`a v2 order needs --rpc ${v}=URL (your own endpoint for reveals)`)
+  }
+  for (const q of quotes) {
+    if (quotes.some((o) => o.venue === q.venue && o.recipient.toLowerCase() !== q.recipient.toLowerCase())) {
+      throw new UsageError(`the quotes on ${q.venue} must name one recipient (the payee that reveals there)`)
+    }
+  }
+  const owner = values.owner
+  if (owner === undefined || !HEX_ADDRESS.test(owner)) throw new UsageError("a v2 order needs --owner 0x… (its owner)")
+  const payeeKey = env.MAKER_PAYEE_KEY ?? signerKey
+  if (!HEX_KEY.test(payeeKey)) throw new UsageError("MAKER_PAYEE_KEY must be a 32-byte hex key")
+  return {
+    owner: owner as `0x${string}`,
+    escrows,
+    rpc,
+    hashlockCount: int("--hashlocks", values.hashlocks!, 1, 900),
+    revealCutoffSeconds: int("--reveal-cutoff", values["reveal-cutoff"]!, 1, 86_400),
+    payeeKey: payeeKey as `0x${string}`,
   }
 }
