@@ -145,3 +145,15 @@ export const buildTradeProof = (input: TradeProofInput) => ({
 })
 
 export type TradeProof = ReturnType<typeof buildTradeProof>
+
+// Settlement v2's proofs and their offline verifier (src/Domain/TradeProofV2.ts).
+export {
+  buildTradeProofV2,
+  type QuoteSetV2Record,
+  type SettlementTransactionV2,
+  type TradeProofV2,
+  type TradeProofV2Failure,
+  type TradeProofV2Input,
+  type TradeProofV2Json,
+  verifyTradeProofV2,
+} from "./TradeProofV2.ts"
