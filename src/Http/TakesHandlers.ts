@@ -50,6 +50,11 @@ export const takeFailure = (
       return apiError(NoLiquidity, e.message)
     case "TakeChainUnavailable":
       return apiError(ChainUnavailable, "the from chain's node did not answer; retry", true)
+    case "TakeUnpaidLocks":
+      return apiError(
+        StateConflict,
+        `this account left ${e.unpaid} locks unpaid (limit ${e.limit}): no new take until they are settled`,
+      )
   }
 }
 

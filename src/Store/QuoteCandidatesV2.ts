@@ -14,6 +14,8 @@ import type { CandidateQuery, QuoteCandidateRow } from "./QuoteCandidates.ts"
  * - a set takes one fill per hashlock index, an index is reserved once ever (fills_hashlock_index), so a set whose
  *   next index (max reserved + 1) reached `hashlock_count` quotes nothing (`hashlocksLeft` counts what is left);
  * - an order with a close requested on chain (sticky) takes no lock, so it is left out;
+ * - an identity flagged for fading (quote_identities.fade_flagged_at, set by settlement: src/Store/SettlementV2.ts)
+ *   is not routed to;
  * - a quote must name the `from` venue's v2 escrow (the escrow's lock checks `quote.escrow == fill.takerEscrow`).
  */
 const RESERVATIONS_V2_CTE = `
@@ -84,6 +86,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
         and coalesce(n.next_index, 0) < s.hashlock_count
         and s.quote_identity_id = o.quote_identity_id
         and i.revoked_at is null
+        and i.fade_flagged_at is null
         and i.lease_expires_at > now()
         and i.generation = s.identity_generation
         and i.cancel_epoch = s.cancel_epoch

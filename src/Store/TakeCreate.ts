@@ -14,6 +14,7 @@ import { randomUuid } from "../SecureRandom.ts"
 import { fillSecretKeyring, generateFillSecret } from "./FillSecrets.ts"
 import { appendJournal } from "./Journal.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "./QuoteCandidates.ts"
+import { takerUnpaidLocks } from "./SettlementV2.ts"
 import { reserveTakeV2 } from "./TakeCreateV2.ts"
 import {
   TakeChainUnavailable,
@@ -21,6 +22,7 @@ import {
   TakeInvalid,
   TakeNoLiquidity,
   TakePayerNotLinked,
+  TakeUnpaidLocks,
   TakeVenueUnknown,
 } from "./TakeErrors.ts"
 import { findTakeByClientId, type TakeRow } from "./Takes.ts"
@@ -144,9 +146,14 @@ export const createTake = (input: CreateTakeInput) =>
         return yield* new TakeInvalid({ message: "pay_key must be a non-zero address" })
       }
     }
-
+    // A retry of an existing take is answered whatever the account's record since.
     const before = yield* findTakeByClientId(input.master, input.clientTakeId)
     if (Option.isSome(before)) return yield* existing(before.value, input)
+    if (version === 2) {
+      // Takers whose locks were left unpaid are limited (DESIGN §10.2); counted by settlement (SettlementV2.ts).
+      const record = yield* takerUnpaidLocks(input.master, deployment.settlement.max_unpaid_locks)
+      if (record.over) return yield* new TakeUnpaidLocks({ unpaid: record.unpaid, limit: record.limit })
+    }
 
     // Checked again under a share lock in the transaction; here first so a refusal needs no chain read.
     const linkedNow = yield* sql`

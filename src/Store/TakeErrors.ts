@@ -26,6 +26,12 @@ export class TakeNoLiquidity extends Data.TaggedError("TakeNoLiquidity")<{ reado
 /** The `from` chain's node did not answer the permit reads (CHAIN_UNAVAILABLE 503, retryable). */
 export class TakeChainUnavailable extends Data.TaggedError("TakeChainUnavailable")<{ readonly message: string }> {}
 
+/** Settlement v2: the account left more locks unpaid than settlement.max_unpaid_locks (STATE_CONFLICT 409). */
+export class TakeUnpaidLocks extends Data.TaggedError("TakeUnpaidLocks")<{
+  readonly unpaid: number
+  readonly limit: number
+}> {}
+
 export type TakeCreateError =
   | TakeInvalid
   | TakeVenueUnknown
@@ -33,3 +39,4 @@ export type TakeCreateError =
   | TakePayerNotLinked
   | TakeNoLiquidity
   | TakeChainUnavailable
+  | TakeUnpaidLocks

@@ -677,6 +677,36 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
     }),
   )
 
+  it.effect("not routed: an identity flagged for fading; refused: a taker over max_unpaid_locks (409, nothing)", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { deployment } = yield* AppConfig
+      const flagged = yield* v2Maker({ amount: 10_000_000n, count: 4 })
+      const good = yield* v2Maker({ amount: 10_000_000n, count: 4 })
+      yield* catchUp("hyperliquid")
+      yield* only([flagged.orderId, good.orderId])
+      yield* sql`update quote_identities set fade_flagged_at = now()
+        where id = (select quote_identity_id from orders where id = ${flagged.orderId})`
+      const t = yield* taker
+      const body = takeBody(t, { amount_in: "12000000" })
+      const routed = ok(yield* post(`${base}/v1/takes`, body, bearer(t.token)))
+      expect(routed.take.fills.map((f) => f.order_id)).toEqual([good.orderId])
+
+      // The taker's locks left unpaid pass the limit: a new take is refused, a retry of the old one is answered.
+      const limit = deployment.settlement.max_unpaid_locks
+      for (let i = 0; i <= limit; i++) {
+        yield* sql`insert into settlement_v2_marks (fill_id, kind, identity_id, master)
+          values (${crypto.randomUUID()}::uuid, 'unpaid', ${crypto.randomUUID()}::uuid, ${t.master})`
+      }
+      const takes = yield* sql`select id from takes where master = ${t.master}`
+      const refused = yield* post(`${base}/v1/takes`, takeBody(t, { amount_in: "1000" }), bearer(t.token))
+      expect([refused.status, code(refused)]).toEqual([409, "STATE_CONFLICT"])
+      expect(yield* sql`select id from takes where master = ${t.master}`).toEqual(takes)
+      expect(ok(yield* post(`${base}/v1/takes`, body, bearer(t.token))).take.id).toBe(routed.take.id)
+    }),
+  )
+
   it.effect("a v1 take's route refuses pay-key items (400), nothing changed", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
