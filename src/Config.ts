@@ -191,10 +191,10 @@ export class Limits extends Schema.Class<Limits>("Limits")({
    */
   client_challenge_burst: Schema.optionalWith(PositiveInt, { default: () => 60 }),
   client_challenges_per_minute: Schema.optionalWith(PositiveInt, { default: () => 60 }),
-  /** GET /v1/stream connections one client may hold in this process, subscribed or not, with a token or not. */
+  /** GET /v1/stream connections one client may hold on all runners together, subscribed or not, with a token or not. */
   stream_connections_per_client: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 256)), { default: () => 32 }),
   /**
-   * Of the 256 stream connections of a process, how many may be without a token (subscribed anonymously or
+   * Of the 256 stream connections (all runners together), how many may be without a token (subscribed anonymously or
    * not subscribed yet); the rest are kept for subscriptions with a session or credential token.
    */
   stream_anonymous_connections: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 256)), { default: () => 192 }),

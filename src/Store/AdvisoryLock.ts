@@ -10,6 +10,8 @@ export const LOCK_CLASS = 0x5e771e
 export const CLUSTER_STORAGE_LOCK = 1
 /** This service's migrations (src/Store/Database.ts). */
 export const MIGRATIONS_LOCK = 2
+/** Stream admission (src/Store/StreamSlots.ts), taken per transaction. */
+export const STREAM_SLOTS_LOCK = 3
 
 /**
  * Builds `layer` while this process holds advisory lock (LOCK_CLASS, `id`) on a dedicated connection.

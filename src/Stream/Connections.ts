@@ -1,4 +1,6 @@
-import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import { Duration, Effect } from "effect"
+import { acquireSlot, refreshSlots, releaseSlot, settleReserveAnonymously, signSlot } from "../Store/StreamSlots.ts"
 import { STREAM_LIMITS } from "./StreamProtocol.ts"
 
 /** What the stream has done in this process: for reporting and for tests. */
@@ -18,6 +20,8 @@ export interface StreamStats {
     readonly client: number
     /** A subscription without a token while the anonymous share was taken (at the subscription). */
     readonly anonymous: number
+    /** The slots could not be counted (the database failed at the upgrade). */
+    readonly unavailable: number
   }
   /** Closed sessions by reason: a control code, or `peer` when the client went away first. */
   readonly closed: Readonly<Record<string, number>>
@@ -32,9 +36,9 @@ export interface StreamStats {
 
 /** The per-client shares of the 256 slots (deployment `limits`), passed with each admission. */
 export interface StreamShares {
-  /** Connections one client (src/Domain/ClientAddress.ts) may hold, whatever their kind. */
+  /** Connections one client (src/Domain/ClientAddress.ts) may hold, whatever their kind, on every runner together. */
   readonly perClient: number
-  /** Connections without a token (anonymous, or not subscribed yet) the process may hold. */
+  /** Connections without a token (anonymous, or not subscribed yet), on every runner together. */
   readonly anonymous: number
 }
 
@@ -46,6 +50,8 @@ export interface StreamShares {
  * room among the anonymous ones or the connection is refused.
  */
 export interface Slot {
+  /** Its row in stream_slots. */
+  readonly id: string
   readonly client: string
   readonly shares: StreamShares
   kind: "anonymous" | "reserve" | "signed"
@@ -54,59 +60,95 @@ export interface Slot {
 
 export type Admission =
   | { readonly _tag: "Admitted"; readonly slot: Slot }
-  | { readonly _tag: "Refused"; readonly reason: "full" | "client"; readonly message: string }
+  | { readonly _tag: "Refused"; readonly reason: "full" | "client" | "unavailable"; readonly message: string }
+
+/** How often this process refreshes its slots' rows (well within SLOT_LIFETIME_SECONDS). */
+const SLOT_HEARTBEAT = Duration.seconds(2)
 
 /**
- * The connection limit (spec Limits: 256 stream connections) and its per-client shares. "Globally" is
- * per process: the slots live in this module, shared by every server the process runs. Slots are taken
- * before the upgrade and given back when the session ends, however it ends. Within the 256: one client
- * holds at most `perClient`, and connections without a token at most `anonymous`, so a flood of
- * token-less connections, from one client or many, never takes the slots of subscriptions with a token.
+ * The connection limit (spec Limits: 256 stream connections) and its per-client shares, global across the
+ * runners on one database: each slot is a row of stream_slots (src/Store/StreamSlots.ts says why rows),
+ * taken before the upgrade and deleted when the session ends, however it ends; a process that dies stops
+ * refreshing its rows and they stop counting within SLOT_LIFETIME_SECONDS. Within the 256: one client holds
+ * at most `perClient`, and connections without a token at most `anonymous`, so a flood of token-less
+ * connections, from one client or many, never takes the slots of subscriptions with a token. The counters
+ * here are this process's own figures (stats, metrics); admission reads only the rows.
  */
 const make = (limit: number) => {
+  /** This process, as the holder of its rows. */
+  const holder = randomUUID()
+  const held = new Map<string, Slot>()
   let active = 0
   let anonymous = 0
   let refused = 0
-  const refusedBy = { full: 0, client: 0, anonymous: 0 }
+  const refusedBy = { full: 0, client: 0, anonymous: 0, unavailable: 0 }
   const byClient = new Map<string, number>()
   let maxQueuedBytes = 0
   const closed: Record<string, number> = {}
   const pages = { window: 0, journal: 0, pushed: 0 }
-  const refuse = (reason: "full" | "client", message: string): Admission => {
+  const refuse = (reason: "full" | "client" | "unavailable", message: string): Admission => {
     refused++
     refusedBy[reason]++
     return { _tag: "Refused", reason, message }
+  }
+  const dropLocally = (slot: Slot) => {
+    active = Math.max(0, active - 1)
+    if (slot.kind === "anonymous") anonymous = Math.max(0, anonymous - 1)
+    const count = (byClient.get(slot.client) ?? 1) - 1
+    if (count > 0) byClient.set(slot.client, count)
+    else byClient.delete(slot.client)
   }
   return {
     limit,
     /** Takes a slot for a new connection of `client`, before the upgrade. */
     tryAcquire: (client: string, shares: StreamShares) =>
-      Effect.sync((): Admission => {
-        if (active >= limit) return refuse("full", `${limit} stream connections are open; retry later`)
-        const held = byClient.get(client) ?? 0
-        if (held >= shares.perClient) {
-          return refuse("client", `this client already holds ${shares.perClient} stream connections; retry later`)
+      Effect.gen(function* () {
+        const id = randomUUID()
+        const taken = yield* acquireSlot({
+          id,
+          holder,
+          client,
+          limits: { total: limit, perClient: shares.perClient, anonymous: shares.anonymous },
+        }).pipe(
+          Effect.tapErrorCause((cause) => Effect.logWarning("stream admission failed", cause)),
+          Effect.option,
+        )
+        if (taken._tag === "None") return refuse("unavailable", "stream admission is unavailable; retry later")
+        if (taken.value._tag === "Refused") {
+          return taken.value.reason === "full"
+            ? refuse("full", `${limit} stream connections are open; retry later`)
+            : refuse("client", `this client already holds ${shares.perClient} stream connections; retry later`)
         }
+        const slot: Slot = { id, client, shares, kind: taken.value.kind, released: false }
+        held.set(id, slot)
         active++
-        byClient.set(client, held + 1)
-        const kind = anonymous < shares.anonymous ? "anonymous" : "reserve"
-        if (kind === "anonymous") anonymous++
-        return { _tag: "Admitted", slot: { client, shares, kind, released: false } }
+        byClient.set(client, (byClient.get(client) ?? 0) + 1)
+        if (slot.kind === "anonymous") anonymous++
+        return { _tag: "Admitted", slot } satisfies Admission as Admission
       }),
     /**
      * The subscription arrived: with a token (`signed`) the slot is kept whatever its kind; without
-     * one, a reserve slot needs room among the anonymous connections. False: refuse the connection.
+     * one, a reserve slot needs room among the anonymous connections of every runner. False: refuse the connection.
      */
     settle: (slot: Slot, signed: boolean) =>
-      Effect.sync(() => {
+      Effect.gen(function* () {
         if (slot.released) return false
         if (signed) {
+          // Failing to mark it only leaves it counted in its old share until it ends: never more slots.
+          yield* signSlot(slot.id).pipe(
+            Effect.tapErrorCause((cause) => Effect.logWarning("stream slot update failed", cause)),
+            Effect.ignore,
+          )
           if (slot.kind === "anonymous") anonymous--
           slot.kind = "signed"
           return true
         }
         if (slot.kind !== "reserve") return true
-        if (anonymous >= slot.shares.anonymous) {
+        const kept = yield* settleReserveAnonymously(slot.id, slot.shares.anonymous).pipe(
+          Effect.tapErrorCause((cause) => Effect.logWarning("stream admission failed", cause)),
+          Effect.orElseSucceed(() => false),
+        )
+        if (!kept) {
           refused++
           refusedBy.anonymous++
           return false
@@ -116,15 +158,24 @@ const make = (limit: number) => {
         return true
       }),
     release: (slot: Slot) =>
-      Effect.sync(() => {
+      Effect.gen(function* () {
         if (slot.released) return
         slot.released = true
-        active = Math.max(0, active - 1)
-        if (slot.kind === "anonymous") anonymous = Math.max(0, anonymous - 1)
-        const held = (byClient.get(slot.client) ?? 1) - 1
-        if (held > 0) byClient.set(slot.client, held)
-        else byClient.delete(slot.client)
+        held.delete(slot.id)
+        dropLocally(slot)
+        // A failed delete leaves a row nobody refreshes: it stops counting within SLOT_LIFETIME_SECONDS.
+        yield* releaseSlot(slot.id).pipe(
+          Effect.tapErrorCause((cause) => Effect.logWarning("stream slot release failed", cause)),
+          Effect.ignore,
+        )
       }),
+    /** Refreshes this process's rows every SLOT_HEARTBEAT, forever (fork it with the stream route). */
+    keepAlive: Effect.suspend(() => refreshSlots([...held.keys()])).pipe(
+      Effect.tapErrorCause((cause) => Effect.logWarning("stream slot heartbeat failed; next beat retries", cause)),
+      Effect.ignore,
+      Effect.zipRight(Effect.sleep(SLOT_HEARTBEAT)),
+      Effect.forever,
+    ),
     recordClose: (reason: string) =>
       Effect.sync(() => {
         closed[reason] = (closed[reason] ?? 0) + 1

@@ -20,7 +20,7 @@ export const STREAM_LIMITS = {
   subscribeTimeout: Duration.seconds(5),
   /** Largest inbound message, bytes (enforced by ws itself where reachable, and checked again here). */
   maxInboundBytes: 4096,
-  /** Connections open at once in this process (refused beyond, with a control frame). */
+  /** Connections open at once on all runners together (refused beyond, with a control frame). */
   maxConnections: 256,
   /** A page write that has not drained for this long closes the socket (`slow_consumer`). */
   blockedSendTimeout: Duration.seconds(5),

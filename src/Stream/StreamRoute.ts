@@ -24,7 +24,7 @@ export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("Strea
  * `GET /v1/stream`: the WebSocket of live events (spec Events, DESIGN §9), served by the platform's
  * built-in upgrade on the same router, middleware and request id as every other route. A request
  * without `Upgrade: websocket` answers 426 UPGRADE_REQUIRED in the error envelope. A connection
- * slot is taken before the upgrade (src/Stream/Connections.ts); beyond 256 open connections, or
+ * slot is taken before the upgrade (src/Stream/Connections.ts); beyond 256 open connections on all runners, or
  * beyond the client's share, the socket is upgraded only to receive `too_many_connections` and be
  * closed. A subscription without a token beyond the anonymous share gets the same answer.
  */
@@ -73,14 +73,15 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
             kept
               ? undefined
               : `the ${shares.anonymous} stream connections without a token are all open; retry later, or subscribe with a token`,
-          )
+          ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         yield* streamSession(socket.value, netSocket, { ...env, admit }).pipe(
           Effect.ensuring(StreamConnections.release(slot)),
-          Effect.provideService(SqlClient.SqlClient, sql),
         )
         return HttpServerResponse.empty()
-      }),
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
     )
+    // This process's slots stay counted while it lives (src/Stream/Connections.ts).
+    yield* Effect.forkScoped(StreamConnections.keepAlive.pipe(Effect.provideService(SqlClient.SqlClient, sql)))
   }),
 )
 

@@ -10,13 +10,12 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Schedule, Scope } from "effect"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import WebSocket from "ws"
 import { AppConfig, DeploymentConfig } from "../../src/Config.ts"
 import { StreamConnections } from "../../src/Stream/Connections.ts"
 import type { RawResponse } from "../support/Http.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
-import { type ControlFrame, type Frame, StreamConn } from "./stream-client.ts"
+import { refusedWith, subscribeFrom } from "./stream-client.ts"
 
 /** Small shares, so that each limit is reached with a handful of requests. */
 const LIMITS = {
@@ -84,36 +83,6 @@ const signInFrom = (base: string, account: PrivateKeyAccount, from: string) =>
     const verified = yield* send(from, `${base}/v1/auth/verify`, { method: "POST", body: { nonce, signature } })
     if (verified.status !== 200) return yield* Effect.dieMessage(`verify from ${from}: ${verified.text}`)
     return (verified.json as { token: string }).token
-  })
-
-/** Connects from `from` and subscribes; the first frame is a page (admitted) or a control frame (refused). */
-const subscribeFrom = (
-  base: string,
-  from: string,
-  subscription: Record<string, unknown>,
-  headers: Record<string, string> = {},
-) =>
-  Effect.promise(async () => {
-    const ws = new WebSocket(`${base.replace(/^http/, "ws")}/v1/stream`, { localAddress: from, headers })
-    const conn = new StreamConn(ws)
-    await new Promise<void>((resolve, reject) => {
-      ws.once("open", () => resolve())
-      ws.once("error", reject)
-    })
-    conn.send({ type: "subscribe", ...subscription })
-    const first: Frame = await conn.next(5000)
-    return { conn, first }
-  })
-
-/** A connection the server refused: its control frame and close code (fails at once when it was admitted). */
-const refusedWith = (opened: { conn: StreamConn; first: Frame }) =>
-  Effect.promise(async () => {
-    if (opened.first.type !== "control") {
-      opened.conn.close()
-      throw new Error("admitted, where too_many_connections was expected")
-    }
-    const closed = await opened.conn.closed
-    return { control: opened.first as ControlFrame, code: closed.code }
   })
 
 const stats = StreamConnections.stats

@@ -116,6 +116,36 @@ export const subscribe = (base: string, subscription: Record<string, unknown>) =
     return { conn, first }
   })
 
+/** Connects from `from` (a loopback address: the client) and subscribes; the first frame is a page (admitted) or a control frame (refused). */
+export const subscribeFrom = (
+  base: string,
+  from: string,
+  subscription: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) =>
+  Effect.promise(async () => {
+    const ws = new WebSocket(`${base.replace(/^http/, "ws")}/v1/stream`, { localAddress: from, headers })
+    const conn = new StreamConn(ws)
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve())
+      ws.once("error", reject)
+    })
+    conn.send({ type: "subscribe", ...subscription })
+    const first: Frame = await conn.next(5000)
+    return { conn, first }
+  })
+
+/** A connection the server refused: its control frame and close code (fails at once when it was admitted). */
+export const refusedWith = (opened: { conn: StreamConn; first: Frame }) =>
+  Effect.promise(async () => {
+    if (opened.first.type !== "control") {
+      opened.conn.close()
+      throw new Error("admitted, where too_many_connections was expected")
+    }
+    const closed = await opened.conn.closed
+    return { control: opened.first as ControlFrame, code: closed.code }
+  })
+
 /** The control frame and the close that follows it. */
 export const controlAndClose = (conn: StreamConn, timeoutMs = 8000) =>
   Effect.promise(async () => {
