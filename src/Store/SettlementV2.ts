@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import type { FillState } from "../Domain/SettlementStep.ts"
+import { type FadePolicy, fadeFlagged } from "../Domain/FadePolicy.ts"
 import { appendJournal } from "./Journal.ts"
 import { advanceFill, type FillRow, finishFill } from "./Settlement.ts"
 
@@ -158,11 +158,6 @@ const mark = (f: SettlingFillV2, kind: "chance" | "fade" | "unpaid") =>
       on conflict do nothing`,
   )
 
-export interface FadePolicy {
-  readonly maxFadeRate: number
-  readonly minChances: number
-}
-
 /**
  * A final state, with its evidence. `unpaid`: the lock was left unpaid past payBy and ended with no payment (the
  * caller leaves out a cancel the pay key gave before payBy; counted only when every lock of the take had been
@@ -190,23 +185,16 @@ export const finishFillV2 = (
             where exists (select 1 from settlement_v2_marks where fill_id = ${f.id}::uuid and kind = 'chance')
             on conflict do nothing
             returning fill_id`
-          if (faded.length > 0) {
-            yield* sql`
-              update quote_identities q set fade_flagged_at = now()
-              where q.id = ${f.identity_id}::uuid and q.fade_flagged_at is null
-                and (select count(*) from settlement_v2_marks where identity_id = q.id and kind = 'fade')
-                  > ${policy.maxFadeRate} * greatest(
-                    (select count(*) from settlement_v2_marks where identity_id = q.id and kind = 'chance'),
-                    ${policy.minChances})`
+          const record = faded.length > 0 ? yield* identityFades(f.identity_id) : null
+          if (record !== null && fadeFlagged(record.fades, record.chances, policy)) {
+            yield* sql`update quote_identities set fade_flagged_at = now()
+              where id = ${f.identity_id}::uuid and fade_flagged_at is null`
           }
         }
         return true
       }),
     ),
   )
-
-/** Fill states whose lock had been final. */
-export const LOCKED_STATES: ReadonlyArray<FillState> = ["locked", "paying", "paid", "claiming", "claimed"]
 
 /** A maker identity's fade record (for the router and operators): chances, fades, and whether it is flagged. */
 export const identityFades = (identityId: string) =>
