@@ -160,7 +160,11 @@ export const decideV2 = (facts: FillFactsV2): Action => {
       return drive(f, "lock", { retry: false })
     }
     const o = f.outcomes.get(key)
-    if (o === undefined || o.status === "missing") return { _tag: "Resubmit", call: "lock", key }
+    if (o === undefined || o.status === "missing") {
+      // The relayer never got it (a crash, or it refused the request): past payBy it could only revert.
+      if (f.makerNow >= f.payBy) return { _tag: "Finish", state: "failed", error: "payBy passed before the lock" }
+      return { _tag: "Resubmit", call: "lock", key }
+    }
     if (FAILED.includes(o.status)) return { _tag: "Finish", state: "failed", error: failureReason(o, "lock") }
     return wait(`lock ${o.status}`)
   }

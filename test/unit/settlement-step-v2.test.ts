@@ -198,6 +198,12 @@ describe("settlement v2 step: locks", () => {
   it("never locks at or after payBy", () => {
     expect(decideV2(fill(at(120n)))).toMatchObject({ _tag: "Finish", state: "failed" })
     expect(decideV2(fill({ state: "locking", ...at(120n) }))).toMatchObject({ _tag: "Finish", state: "failed" })
+    // A stored lock key the relayer never got (crash, or refused): past payBy nothing can be locked any more.
+    expect(decideV2(fill({ state: "locking", ...sent("lock", "missing"), ...at(120n) }))).toMatchObject({
+      _tag: "Finish",
+      state: "failed",
+    })
+    expect(decideV2(fill({ state: "locking", ...sent("lock", "pending"), ...at(120n) }))._tag).toBe("Wait")
   })
   it("waits for the index when the state says locked but no row backs it", () => {
     expect(decideV2(fill({ state: "locked" }))).toEqual({ _tag: "Wait", why: "the lock is not indexed" })
