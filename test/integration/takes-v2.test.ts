@@ -567,13 +567,30 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
       // Cancels: CancelFill by the pay key in the maker v2 escrow's domain; another signer 422, another fill 400.
       const cancel = cancelFillTypedData(999, hl.escrowV2!, digests[0]!)
       const fillId = moves[0]!.fill_id!
-      const badCancels = [
-        [{ fill_id: fillId, signature: yield* Effect.promise(() => t.account.signTypedData(cancel)) }, 422],
-        [{ fill_id: crypto.randomUUID(), signature: yield* Effect.promise(() => t.payKey.signTypedData(cancel)) }, 400],
-      ] as const
-      for (const [c, status] of badCancels) {
-        const res = yield* signTake({ cancels: [c] })
-        expect(res.status, res.text).toBe(status)
+      const good = yield* Effect.promise(() => t.payKey.signTypedData(cancel))
+      const badCancels: ReadonlyArray<readonly [unknown, number, string]> = [
+        [
+          [{ fill_id: fillId, signature: yield* Effect.promise(() => t.account.signTypedData(cancel)) }],
+          422,
+          "SIGNATURE_INVALID",
+        ],
+        [[{ fill_id: crypto.randomUUID(), signature: good }], 400, "INVALID_REQUEST"],
+        [[{ fill_id: fillId, signature: "0x1234" }], 422, "SIGNATURE_MALFORMED"],
+        [
+          [
+            { fill_id: fillId, signature: good },
+            { fill_id: fillId, signature: good },
+          ],
+          400,
+          "INVALID_REQUEST",
+        ],
+        [[{ fill_id: fillId, signature: good, extra: 1 }], 400, "INVALID_REQUEST"],
+        [[], 400, "INVALID_REQUEST"],
+        [Array.from({ length: 9 }, () => ({ fill_id: fillId, signature: good })), 400, "INVALID_REQUEST"],
+      ]
+      for (const [cancels, status, c] of badCancels) {
+        const res = yield* signTake({ cancels })
+        expect([res.status, code(res)], res.text).toEqual([status, c])
       }
       expect(yield* snapshot(takeId)).toEqual(once)
       const cancelSig = yield* Effect.promise(() => t.payKey.signTypedData(cancel))
