@@ -71,12 +71,14 @@ const revealLoop = (
   }
   const maker = venue(o.venue)
   const payee = privateKeyToAccount(v2.payeeKey)
+  const fromBlocks: Record<number, bigint> = {}
   const takerChains: Record<number, { escrow: `0x${string}`; payee: `0x${string}` }> = {}
   const takers: Parameters<typeof makeRevealLoop>[1]["takers"] = {}
   for (const q of o.quotes) {
     const t = venue(q.venue)
     const escrow = getAddress(v2.escrows[q.venue]!)
     takerChains[t.v.chain_id] = { escrow, payee: getAddress(q.recipient) }
+    if (v2.fromBlocks[q.venue] !== undefined) fromBlocks[t.v.chain_id] = v2.fromBlocks[q.venue]!
     const wallet = createWalletClient({ account: payee, chain: t.chain, transport: http(v2.rpc[q.venue]!) })
     Object.assign(takers, {
       [t.v.chain_id]: {
@@ -102,6 +104,10 @@ const revealLoop = (
       takerChains,
       revealCutoffSeconds: BigInt(v2.revealCutoffSeconds),
       orders: [{ owner: getAddress(v2.owner), orderId: o.order }],
+      fromBlocks: {
+        ...fromBlocks,
+        ...(v2.fromBlocks[o.venue] === undefined ? {} : { [maker.v.chain_id]: v2.fromBlocks[o.venue]! }),
+      },
     },
     {
       maker: maker.reader,
@@ -119,7 +125,7 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
   const venues = ((await (await fetch(`${o.api}/v1/venues`)).json()) as { data: Array<Venue> }).data
   const info = (await (await fetch(`${o.api}/v1/info`)).json()) as {
     limits: { quote_validity_seconds_max: number }
-    settlement: { lock_cutoff_seconds: number }
+    settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number }
   }
   if (
     o.validitySeconds <= info.settlement.lock_cutoff_seconds ||
@@ -129,6 +135,11 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
       `--validity must be more than ${info.settlement.lock_cutoff_seconds} s (the lock cutoff) and at most ` +
         `${info.limits.quote_validity_seconds_max} s (this deployment's limits)`,
     )
+  }
+  // A v2 set lives at most MAX_QUOTE_LIFE (valid_until − issued_at); checked when the deployment shows it.
+  const maxLife = info.settlement.max_quote_life_seconds
+  if (o.v2 !== undefined && maxLife !== undefined && o.validitySeconds > maxLife) {
+    throw new UsageError(`--validity must be at most ${maxLife} s (max_quote_life_seconds) for a v2 order`)
   }
   const started = Date.now()
   const known: Array<QuoteSetV2> = []

@@ -40,6 +40,8 @@ export interface MakerV2Options {
   readonly escrows: Readonly<Record<string, `0x${string}`>>
   /** Per venue id: the maker's own JSON-RPC endpoint (the order's venue and every quoted venue). */
   readonly rpc: Readonly<Record<string, string>>
+  /** Per venue id: the first block the reveal loop scans (e.g. the v2 escrow's deployment block); default 0. */
+  readonly fromBlocks: Readonly<Record<string, bigint>>
   /** Hashlocks per quote set (each fill uses one; the 64 KiB request body holds at most about 900). */
   readonly hashlockCount: number
   /** Reveal only with at least this many seconds left before takerExpiry (DESIGN §6 "Timing": C). */
@@ -51,7 +53,7 @@ export interface MakerV2Options {
 const USAGE = `usage: npm run maker -- --api URL --identity UUID --order 0x… --venue VENUE --quote VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL
        [--quote …] --quote-size AMOUNT [--ttl 30] [--renew 5] [--validity 60] [--run 0]
        v2 order: --owner 0x… --escrow-v2 VENUE=0x… (the order's venue and each quoted venue) --rpc VENUE=URL (same)
-       [--hashlocks 64] [--reveal-cutoff 600]
+       [--hashlocks 64] [--reveal-cutoff 600] [--from-block VENUE=N …]
   env: MAKER_CREDENTIAL (mk_…), MAKER_SIGNER_KEY (0x… private key of the identity's signer),
        MAKER_PAYEE_KEY (v2, optional: sends the reveals; default MAKER_SIGNER_KEY)`
 
@@ -75,6 +77,7 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
       owner: { type: "string" },
       "escrow-v2": { type: "string", multiple: true },
       rpc: { type: "string", multiple: true },
+      "from-block": { type: "string", multiple: true },
       hashlocks: { type: "string", default: "64" },
       "reveal-cutoff": { type: "string", default: "600" },
     },
@@ -145,6 +148,7 @@ const parseV2 = (
     readonly owner?: string | undefined
     readonly "escrow-v2"?: ReadonlyArray<string> | undefined
     readonly rpc?: ReadonlyArray<string> | undefined
+    readonly "from-block"?: ReadonlyArray<string> | undefined
     readonly hashlocks?: string | undefined
     readonly "reveal-cutoff"?: string | undefined
   },
@@ -172,6 +176,12 @@ const parseV2 = (
       throw new UsageError(`the quotes on ${q.venue} must name one recipient (the payee that reveals there)`)
     }
   }
+  const fromBlocks = Object.fromEntries(
+    Object.entries(pairs("--from-block", values["from-block"], (v) => /^[0-9]{1,20}$/.test(v))).map(([k, v]) => [
+      k,
+      BigInt(v),
+    ]),
+  )
   const owner = values.owner
   if (owner === undefined || !HEX_ADDRESS.test(owner)) throw new UsageError("a v2 order needs --owner 0x… (its owner)")
   const payeeKey = env.MAKER_PAYEE_KEY ?? signerKey
@@ -180,6 +190,7 @@ const parseV2 = (
     owner: owner as `0x${string}`,
     escrows,
     rpc,
+    fromBlocks,
     hashlockCount: int("--hashlocks", values.hashlocks!, 1, 900),
     revealCutoffSeconds: int("--reveal-cutoff", values["reveal-cutoff"]!, 1, 86_400),
     payeeKey: payeeKey as `0x${string}`,

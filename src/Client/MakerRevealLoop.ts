@@ -35,7 +35,7 @@ export interface MakerOrderRef {
 export interface RevealLoopConfig extends MakerConfig {
   /** The orders this maker quotes, as funded on its maker escrow (owner + id: the escrow keys orders by both). */
   readonly orders: ReadonlyArray<MakerOrderRef>
-  /** First block to scan per chain id (maker and taker chains); default 0. */
+  /** First block to scan per chain id (maker and taker chains; e.g. the v2 escrow's deployment block); default 0. */
   readonly fromBlocks?: Readonly<Record<number, bigint>>
 }
 
@@ -64,6 +64,16 @@ const TRANSIENT: ReadonlySet<string> = new Set(["lock_state", "payment_state"])
 
 const paidEvent = getAbiItem({ abi: settlementEscrowV2Abi, name: "Paid" })
 const lockedEvent = getAbiItem({ abi: settlementEscrowV2Abi, name: "Locked" })
+
+/** Blocks per eth_getLogs request: endpoints cap a request's range (5,000 passes the common caps). */
+export const LOG_RANGE = 5_000n
+
+/** [from, to] in windows of LOG_RANGE blocks, oldest first. */
+const windows = (from: bigint, to: bigint): Array<readonly [bigint, bigint]> => {
+  const out: Array<readonly [bigint, bigint]> = []
+  for (let a = from; a <= to; a += LOG_RANGE) out.push([a, a + LOG_RANGE - 1n < to ? a + LOG_RANGE - 1n : to])
+  return out
+}
 
 const sameOrder = (a: MakerOrderRef, b: MakerOrderRef) =>
   orderKey(getAddress(a.owner), a.orderId) === orderKey(getAddress(b.owner), b.orderId)
@@ -122,24 +132,28 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
 
   /** The set the escrow checked when it locked `digest` (finalized), or one this process published. */
   const quoteSetOf = async (digest: Hex, makerBlock: bigint, ref: MakerOrderRef & { sequence: bigint }) => {
-    const logs = await deps.maker.getLogs({
-      address: makerEscrow,
-      event: lockedEvent,
-      args: { fillDigest: digest },
-      fromBlock: config.fromBlocks?.[config.makerChainId] ?? 0n,
-      toBlock: makerBlock,
-    })
-    for (const log of logs) {
-      const tx = await deps.maker.getTransaction({ hash: log.transactionHash! })
-      const set = quoteSetOfLockCall(tx.input)
-      if (
-        set !== undefined &&
-        tx.to !== null &&
-        getAddress(tx.to) === makerEscrow &&
-        quoteSetDigest(config.makerChainId, makerEscrow, set) === log.args.quoteSetDigest
-      ) {
-        return set
+    // Newest window first: a lock that matters is recent (at most MAX_LOCK old), and a digest locks once.
+    for (const [fromBlock, toBlock] of windows(config.fromBlocks?.[config.makerChainId] ?? 0n, makerBlock).reverse()) {
+      const logs = await deps.maker.getLogs({
+        address: makerEscrow,
+        event: lockedEvent,
+        args: { fillDigest: digest },
+        fromBlock,
+        toBlock,
+      })
+      for (const log of logs) {
+        const tx = await deps.maker.getTransaction({ hash: log.transactionHash! })
+        const set = quoteSetOfLockCall(tx.input)
+        if (
+          set !== undefined &&
+          tx.to !== null &&
+          getAddress(tx.to) === makerEscrow &&
+          quoteSetDigest(config.makerChainId, makerEscrow, set) === log.args.quoteSetDigest
+        ) {
+          return set
+        }
       }
+      if (logs.length > 0) break
     }
     return deps.knownSets?.().find((s) => sameOrder(s, ref) && s.sequence === ref.sequence)
   }
@@ -167,13 +181,18 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
       // The scan: this payee's payments on the reviewed escrow, up to the finalized head.
       const from = cursors.get(chainId) ?? config.fromBlocks?.[chainId] ?? 0n
       if (from <= atT.blockNumber) {
-        const paid = await t.reader.getLogs({
-          address: getAddress(taker.escrow),
-          event: paidEvent,
-          args: { payee: getAddress(taker.payee) },
-          fromBlock: from,
-          toBlock: atT.blockNumber,
-        })
+        const paid = []
+        for (const [fromBlock, toBlock] of windows(from, atT.blockNumber)) {
+          paid.push(
+            ...(await t.reader.getLogs({
+              address: getAddress(taker.escrow),
+              event: paidEvent,
+              args: { payee: getAddress(taker.payee) },
+              fromBlock,
+              toBlock,
+            })),
+          )
+        }
         for (const log of paid) {
           const fill = log.args.fill!
           const ref = { owner: getAddress(fill.owner), orderId: fill.orderId }

@@ -115,6 +115,8 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client
         `aster=${aster.anvil.rpcUrl}`,
         "--hashlocks",
         "16",
+        "--from-block",
+        "aster=1",
       ]
       const env = { MAKER_CREDENTIAL: credential.token, MAKER_SIGNER_KEY: signerKey, MAKER_PAYEE_KEY: payeeKey }
       const bot = runMaker(args, env)
@@ -202,6 +204,21 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client
         ],
         [["--escrow-v2", `aster=${escrow}`], "--escrow-v2 must name the order's venue hyperliquid"],
         [["--escrow-v2", "hyperliquid=0x12"], "bad --escrow-v2 hyperliquid=0x12"],
+        [
+          [
+            "--escrow-v2",
+            `hyperliquid=${escrow}`,
+            "--escrow-v2",
+            `aster=${escrow}`,
+            "--rpc",
+            "hyperliquid=http://127.0.0.1:1",
+            "--rpc",
+            "aster=http://127.0.0.1:2",
+            "--from-block",
+            "aster=-1",
+          ],
+          "bad --from-block aster=-1",
+        ],
       ] as const) {
         const bot = runMaker([...common, ...extra], env)
         const code = yield* Effect.promise(() => bot.exited)
