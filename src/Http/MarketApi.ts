@@ -25,7 +25,8 @@ const SettlementTransaction = Schema.Struct({
   block_number: Schema.Int,
 }).annotations({ identifier: "SettlementTransaction" })
 
-export const TradeProof = Schema.Struct({
+/** A v1 trade's proof (SettlementEscrow v1). */
+export const TradeProofV1 = Schema.Struct({
   quote_set: Schema.NullOr(
     Schema.Struct({
       typed_data: Schema.Unknown,
@@ -42,13 +43,56 @@ export const TradeProof = Schema.Struct({
   secret: Schema.NullOr(Schema.String),
   transactions: Schema.Array(SettlementTransaction),
 }).annotations({
-  identifier: "TradeProof",
+  identifier: "TradeProofV1",
   description:
     "quote_set: the maker's signed QuoteSet (EIP-712, maker chain escrow domain, signer = the order's quote " +
     "signer); fill: the payer's signed Fill (taker chain escrow domain), naming the set's orderId and sequence and " +
     "priced on quotes[quote_index]; secret: keccak256(secret) = the Fill's hashlock; transactions: the settlement " +
     "transactions as indexed on chain. Typed data is in wire form (integers as decimal strings).",
 })
+
+/** A settlement-v2 trade's proof (SettlementEscrowV2; src/Domain/TradeProofV2.ts verifies one offline). */
+export const TradeProofV2 = Schema.Struct({
+  escrow_version: Schema.Literal(2),
+  quote_set: Schema.NullOr(
+    Schema.Struct({
+      typed_data: Schema.Unknown,
+      signature: Schema.String,
+      signer: Schema.String,
+      hashlock_index: Schema.Int,
+      hashlock_proof: Schema.Array(Schema.String),
+    }),
+  ),
+  fill: Schema.Struct({
+    typed_data: Schema.Unknown,
+    signature: Schema.NullOr(Schema.String),
+    signer: Schema.String,
+    quote_index: Schema.Int,
+    digest: Schema.String,
+  }),
+  pay_authorization: Schema.NullOr(
+    Schema.Struct({
+      typed_data: Schema.Unknown,
+      signature: Schema.String,
+      signer: Schema.String,
+    }),
+  ),
+  secret: Schema.NullOr(Schema.String),
+  transactions: Schema.Array(SettlementTransaction),
+}).annotations({
+  identifier: "TradeProofV2",
+  description:
+    "escrow_version 2. quote_set: the maker's signed v2 QuoteSet (maker chain v2 escrow domain, signer = the " +
+    "order's quote signer; owner, issuedAt, hashlockRoot, hashlockCount and each quote's taker escrow are signed) " +
+    "with the fill's hashlock_index and the Merkle proof of (index, hashlock) under hashlockRoot; fill: the payer's " +
+    "signed v2 Fill (taker chain v2 escrow domain) and its EIP-712 digest (the key of the lock and the payment); " +
+    "pay_authorization: the Fill's payKey's PayTake over the take's Fill digests (taker chain v2 escrow domain); " +
+    "secret: as the maker revealed it (claimPayment), keccak256(secret) = the Fill's hashlock; transactions: lock, " +
+    "pay (payTake), claim_payment and claim as indexed final on chain. Typed data is in wire form.",
+})
+
+// V2 first: its escrow_version literal picks it; a v1 proof has none (V1 would also accept a v2 object, minus fields).
+export const TradeProof = Schema.Union(TradeProofV2, TradeProofV1).annotations({ identifier: "TradeProof" })
 
 export const TradeHistoryItem = Schema.Struct({
   id: Schema.String,

@@ -2,8 +2,15 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Redacted } from "effect"
 import { AppConfig } from "../Config.ts"
 import { decodeTradeCursor, encodeTradeCursor, type TradeFilters, tradeCursorKey } from "../Domain/TradeCursor.ts"
-import { buildTradeProof, SETTLEMENT_EVENTS, type SettlementTransaction, type WireQuote } from "../Domain/TradeProof.ts"
-import { recentTrades, settlementEvents, type TradeRow, tradePage } from "../Store/Trades.ts"
+import {
+  buildTradeProof,
+  buildTradeProofV2,
+  SETTLEMENT_EVENTS,
+  type SettlementTransaction,
+  type WireQuote,
+} from "../Domain/TradeProof.ts"
+import type { WireQuoteV2 } from "../Domain/WireQuote.ts"
+import { recentTrades, settlementEvents, settlementEventsV2, type TradeRow, tradePage } from "../Store/Trades.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import { apiError, Forbidden, InvalidRequest, NotFound } from "./Errors.ts"
@@ -36,24 +43,67 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
       return principal.master
     })
 
+    /** Settlement transactions by fill id: v1 from the escrow index's events, v2 from the v2 index's rows. */
     const transactionsByFill = (rows: ReadonlyArray<TradeRow>) =>
-      Effect.map(
-        settlementEvents(rows.map((r) => ({ fill_key: r.fill_key, maker: r.to_venue, taker: r.from_venue }))).pipe(
-          Effect.orDie,
-        ),
-        (events) => {
-          const byFill = new Map<string, Array<SettlementTransaction>>()
-          for (const e of events) {
-            const kind = SETTLEMENT_EVENTS[e.event]
-            const venue = venues.get(e.venue)
-            if (kind === undefined || venue === undefined) continue
-            const list = byFill.get(e.fill_key) ?? []
-            list.push({ kind, chain_id: venue.chain_id, hash: e.tx_hash, block_number: Number(e.block_number) })
-            byFill.set(e.fill_key, list)
-          }
-          return byFill
-        },
-      )
+      Effect.gen(function* () {
+        const v1 = rows.filter((r) => r.escrow_version !== 2)
+        const v2 = rows.filter((r) => r.escrow_version === 2 && r.fill_digest !== null)
+        const idOf = new Map<string, string>([
+          ...v1.map((r) => [r.fill_key.toLowerCase(), r.id] as const),
+          ...v2.map((r) => [r.fill_digest!.toLowerCase(), r.id] as const),
+        ])
+        const events = [
+          ...(yield* settlementEvents(
+            v1.map((r) => ({ fill_key: r.fill_key, maker: r.to_venue, taker: r.from_venue })),
+          )),
+          ...(yield* settlementEventsV2(
+            v2.map((r) => ({ fill_digest: r.fill_digest!, maker: r.to_venue, taker: r.from_venue })),
+          )).map((e) => ({ ...e, fill_key: e.fill_digest })),
+        ]
+        const byFill = new Map<string, Array<SettlementTransaction>>()
+        for (const e of events) {
+          const kind = SETTLEMENT_EVENTS[e.event]
+          const venue = venues.get(e.venue)
+          const id = idOf.get(e.fill_key.toLowerCase())
+          if (kind === undefined || venue === undefined || id === undefined) continue
+          const list = byFill.get(id) ?? []
+          list.push({ kind, chain_id: venue.chain_id, hash: e.tx_hash, block_number: Number(e.block_number) })
+          byFill.set(id, list)
+        }
+        return byFill
+      }).pipe(Effect.orDie)
+
+    /** A v2 fill's proof (domains from its signed Fill, not from today's config). */
+    const proofV2 = (row: TradeRow, transactions: ReadonlyArray<SettlementTransaction>) =>
+      buildTradeProofV2({
+        quoteSet:
+          row.qs_signature === null || row.quote_signer === null || row.order_owner === null
+            ? null
+            : {
+                owner: row.order_owner,
+                orderId: row.order_id,
+                sequence: row.qs_sequence!,
+                generation: row.qs_generation!,
+                quoteSize: row.qs_quote_size!,
+                issuedAt: row.qs_issued_at!,
+                validUntil: row.qs_valid_until!,
+                hashlockRoot: row.qs_hashlock_root!,
+                hashlockCount: row.qs_hashlock_count!,
+                quotes: row.qs_quotes as unknown as ReadonlyArray<WireQuoteV2>,
+                signature: row.qs_signature,
+                signer: row.quote_signer,
+              },
+        hashlockIndex: row.hashlock_index!,
+        hashlockProof: row.hashlock_proof ?? [],
+        fill: row.fill,
+        fillSignature: row.fill_signature,
+        payer: row.payer,
+        quoteIndex: row.quote_index,
+        payAuthorization:
+          row.pay_authorization === null ? null : { signature: row.pay_authorization, fills: row.take_digests ?? [] },
+        secret: row.secret,
+        transactions,
+      })
 
     const historyItem = (row: TradeRow, transactions: ReadonlyArray<SettlementTransaction>) => {
       const maker = venues.get(row.to_venue)
@@ -79,17 +129,20 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
         amount_out: row.amount_out,
         at: row.settled_at.toISOString(),
         order_id: row.order_id,
-        proof: buildTradeProof({
-          makerChainId: maker.chain_id,
-          makerEscrow: maker.escrow,
-          quoteSet,
-          fill: row.fill,
-          fillSignature: row.fill_signature,
-          payer: row.payer,
-          quoteIndex: row.quote_index,
-          secret: row.secret,
-          transactions,
-        }),
+        proof:
+          row.escrow_version === 2
+            ? proofV2(row, transactions)
+            : buildTradeProof({
+                makerChainId: maker.chain_id,
+                makerEscrow: maker.escrow,
+                quoteSet,
+                fill: row.fill,
+                fillSignature: row.fill_signature,
+                payer: row.payer,
+                quoteIndex: row.quote_index,
+                secret: row.secret,
+                transactions,
+              }),
       }
     }
 
@@ -132,9 +185,9 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
           const limit = urlParams.limit ?? TRADE_HISTORY_LIMIT_DEFAULT
           const page = yield* tradePage({ master, pair, after, limit }).pipe(Effect.orDie)
           const txs = yield* transactionsByFill(page.rows)
-          const data = yield* Effect.try(() =>
-            page.rows.map((r) => historyItem(r, txs.get(r.fill_key.toLowerCase()) ?? [])),
-          ).pipe(Effect.orDie)
+          const data = yield* Effect.try(() => page.rows.map((r) => historyItem(r, txs.get(r.id) ?? []))).pipe(
+            Effect.orDie,
+          )
           const last = page.rows[page.rows.length - 1]
           return {
             data,

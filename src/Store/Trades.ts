@@ -59,6 +59,19 @@ export interface TradeRow {
   readonly qs_quotes: ReadonlyArray<Record<string, unknown>> | null
   readonly qs_signature: string | null
   readonly secret: string | null
+  /** 1 or 2 (the take's escrow version). The fields below are set for v2 fills only. */
+  readonly escrow_version: number
+  readonly fill_digest: string | null
+  readonly hashlock_index: number | null
+  readonly hashlock_proof: ReadonlyArray<string> | null
+  readonly order_owner: string | null
+  /** Unix seconds. */
+  readonly qs_issued_at: string | null
+  readonly qs_hashlock_root: string | null
+  readonly qs_hashlock_count: number | null
+  readonly pay_authorization: string | null
+  /** The take's Fill digests in `to_sign` order: what its PayTake lists (and its payTake pays). */
+  readonly take_digests: ReadonlyArray<string> | null
 }
 
 export interface TradeQuery {
@@ -71,8 +84,12 @@ export interface TradeQuery {
 
 /**
  * One page of trades, newest first by (settled_at, id), with what their proofs need: the quote set named by the
- * fill's (order, sequence), and the secret as the escrow index saw it revealed (maker lock, else taker payment).
- * The account filter is applied in the query, before the limit, so `mine` pages are full pages.
+ * fill's (order, sequence), and the secret as the escrow index saw it revealed (v1: maker lock, else taker payment;
+ * v2: the maker's own claimPayment on the taker chain, else the claim on the maker chain). A v2 fill adds its
+ * digest, hashlock index and Merkle proof, the order's owner (signed in the v2 set), the set's v2 fields, and the
+ * take's pay authorisation with the digests it covers (the take's fills in `to_sign` order, as
+ * Store/SettlementV2.takeFillsV2 relays them). The account filter is applied in the query, before the limit, so
+ * `mine` pages are full pages.
  */
 export const tradePage = (q: TradeQuery) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -85,13 +102,30 @@ export const tradePage = (q: TradeQuery) =>
         qs.quote_size::text as qs_quote_size,
         (extract(epoch from qs.valid_until)::numeric(30, 0))::text as qs_valid_until,
         qs.quotes as qs_quotes, qs.signature as qs_signature,
-        coalesce(l.secret, p.secret) as secret
+        case when t.escrow_version = 2
+          then coalesce(
+            (select s.secret from escrow_v2_secrets s where s.venue = f.taker_venue and s.fill_digest = f.fill_digest
+               and s.event = 'PaymentClaimed'),
+            (select s.secret from escrow_v2_secrets s where s.venue = f.maker_venue and s.fill_digest = f.fill_digest
+               and s.event = 'Claimed'))
+          else coalesce(l.secret, p.secret) end as secret,
+        coalesce(t.escrow_version, 1)::int as escrow_version, f.fill_digest, f.hashlock_index, f.hashlock_proof,
+        o.owner_address as order_owner, qs.issued_at::text as qs_issued_at, qs.hashlock_root as qs_hashlock_root,
+        qs.hashlock_count as qs_hashlock_count, t.pay_authorization,
+        case when t.escrow_version = 2 then (
+          select coalesce(jsonb_agg(g.fill_digest order by pos.n nulls last, g.id), '[]'::jsonb)
+          from fills g
+          left join lateral (select i.n from jsonb_array_elements(t.to_sign) with ordinality as i(item, n)
+            where i.item->>'kind' = 'margin_move' and i.item->>'fill_id' = g.id::text) pos on true
+          where g.take_id = t.id) end as take_digests
       from fills f
       join orders o on o.id = f.order_id
       left join takes t on t.id = f.take_id
       left join quote_sets qs on qs.order_id = f.order_id and qs.sequence = f.sequence
       left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = lower(f.fill_key)
+        and coalesce(t.escrow_version, 1) = 1
       left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = lower(f.fill_key)
+        and coalesce(t.escrow_version, 1) = 1
       where f.state = 'settled'
         and ${pairCondition(sql, q.pair)}
         and ${q.master === null ? sql`true` : sql`(o.master = ${q.master} or t.master = ${q.master})`}
@@ -134,3 +168,34 @@ export const settlementEvents = (fills: ReadonlyArray<{ fill_key: string; maker:
             and e.venue = case when e.event in ('Locked', 'Claimed') then k.maker else k.taker end
           order by e.block_number, e.log_index`,
       )
+
+export interface SettlementEventV2Row {
+  readonly fill_digest: string
+  readonly venue: string
+  readonly event: "Locked" | "Paid" | "Claimed" | "PaymentClaimed"
+  readonly tx_hash: string
+  readonly block_number: string
+}
+
+/**
+ * The settlement transactions of the given v2 fills from the v2 escrow index (rows exist only for final events):
+ * the lock (escrow_v2_locks keeps its Locked tx and block) and the claim on the maker venue, the payTake
+ * (escrow_v2_payments keeps its Paid tx and block) and the maker's claimPayment on the taker venue.
+ */
+export const settlementEventsV2 = (fills: ReadonlyArray<{ fill_digest: string; maker: string; taker: string }>) =>
+  fills.length === 0
+    ? Effect.succeed([] as ReadonlyArray<SettlementEventV2Row>)
+    : Effect.flatMap(SqlClient.SqlClient, (sql) => {
+        const keys = sql`unnest(${fills.map((f) => f.fill_digest.toLowerCase())}::text[],
+          ${fills.map((f) => f.maker)}::text[], ${fills.map((f) => f.taker)}::text[]) as k(digest, maker, taker)`
+        return sql<SettlementEventV2Row>`
+          select l.fill_digest, l.venue, 'Locked' as event, l.tx_hash, l.created_block::text as block_number
+          from ${keys} join escrow_v2_locks l on l.venue = k.maker and l.fill_digest = k.digest
+          union all
+          select p.fill_digest, p.venue, 'Paid', p.tx_hash, p.created_block::text
+          from ${keys} join escrow_v2_payments p on p.venue = k.taker and p.fill_digest = k.digest
+          union all
+          select s.fill_digest, s.venue, s.event, s.tx_hash, s.block_number::text
+          from ${keys} join escrow_v2_secrets s on s.fill_digest = k.digest
+            and s.venue = case when s.event = 'Claimed' then k.maker else k.taker end`
+      })
