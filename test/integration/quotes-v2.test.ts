@@ -179,6 +179,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("v2 quote set
       })
       expect(view).not.toHaveProperty("hashlocks")
       const stored = yield* rows()
+      const journaled = () =>
+        sql<{ n: string }>`select count(*)::text as n from journal
+          where kind = 'quote_set.published' and payload->>'order_id' = ${orderId}`.pipe(Effect.map((r) => r[0]!.n))
+      expect(yield* journaled()).toBe("1")
       expect(stored).toEqual([
         {
           sequence: "1",
@@ -350,6 +354,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("v2 quote set
         const res = yield* put(orderId, yield* body)
         expect([what, res.status, code(res)]).toEqual([what, status, expected])
         expect(yield* rows()).toEqual(stored)
+        expect(yield* journaled()).toBe("1")
       }
 
       // A v1 order: the v1 body still publishes; v2 fields on it are refused.
