@@ -4,6 +4,7 @@ import { decodeV2Logs } from "../src/Chain/EscrowIndexV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
 import { ingestV2Page, initV2Cursor } from "../src/Store/EscrowIndexV2.ts"
+import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
@@ -12,7 +13,8 @@ const INGEST_BUDGET = Duration.seconds(5)
  * The VenueWatcher's v2 part (settlement v2: SettlementEscrowV2 beside v1): from its own cursor (so a v2 escrow added
  * to the config later is indexed from its deployment block), up to the finalized head the watcher just read, in
  * pages of the watcher's size, one transaction per page (src/Store/EscrowIndexV2.ts). Undefined when the venue
- * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's.
+ * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's. A page with events wakes the
+ * Settlement sweep (notifyEscrowIndexed).
  */
 export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => {
   const v2 = venue.escrow_v2
@@ -46,13 +48,11 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         }
         const toHash = to === finalized.number ? finalized.hash : yield* blockHash(to)
         if (toHash === null) return yield* Effect.die(new Error(`block ${to} not found`))
-        yield* ingestV2Page({
-          venue: venue.id,
-          fromBlock: from,
-          toBlock: to,
-          toHash,
-          events: decodeV2Logs(logs.right, escrow),
-        })
+        const events = decodeV2Logs(logs.right, escrow)
+        yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events })
+        // After the page commits, as the v1 ingest does: the Settlement sweep acts on a final v2 step at once
+        // rather than at its fallback beat.
+        if (events.length > 0) yield* notifyEscrowIndexed(venue.id)
         at = to
       }
     })

@@ -1,0 +1,69 @@
+import { PgClient } from "@effect/sql-pg"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Fiber, Ref, Stream } from "effect"
+import type { Hex } from "viem"
+import { makeEscrowV2Ingest } from "../../actors/EscrowV2Ingest.ts"
+import type { VenueConfig } from "../../src/Config.ts"
+import { v2Cursor } from "../../src/Store/EscrowIndexV2.ts"
+import { ESCROW_INDEXED_CHANNEL, notifyEscrowIndexed } from "../../src/Store/Settlement.ts"
+import { account } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { fundV2Order, startV2Chain } from "../support/EscrowV2Chains.ts"
+import { pollUntil } from "../support/Poll.ts"
+
+/**
+ * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL, payload the venue) after a committed page with
+ * v2 events, as the v1 ingest does, so a final v2 step is acted on at once rather than at the sweep's fallback beat.
+ * Asserted on the notification itself (no timing): a real anvil chain with SettlementEscrowV2, a funded order, the
+ * ingest run once to the finalized head.
+ */
+layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("escrow v2 ingest wake-up", (it) => {
+  it.scoped("a v2 page with events notifies escrow_indexed with the venue after it commits", () =>
+    Effect.gen(function* () {
+      const chain = yield* Effect.acquireRelease(
+        Effect.promise(() => startV2Chain(999, { slotsInAnEpoch: 1 })),
+        (c) => Effect.promise(() => c.anvil.stop()),
+      )
+      const pg = yield* PgClient.PgClient
+      const heard = yield* Ref.make<ReadonlyArray<string>>([])
+      const listener = yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(
+        Stream.runForEach((venue) => Ref.update(heard, (xs) => [...xs, venue])),
+        Effect.fork,
+      )
+      // LISTEN is active once a probe of our own comes back (no sleep).
+      yield* pollUntil(Effect.zipRight(notifyEscrowIndexed("probe"), Ref.get(heard)), (xs) => xs.includes("probe"), {
+        every: "50 millis",
+        within: "10 seconds",
+      })
+      const operator = account(0)
+      yield* Effect.promise(() =>
+        fundV2Order(chain, {
+          owner: account(1),
+          relayer: operator,
+          orderId: `0x${"11".repeat(32)}` as Hex,
+          operator: operator.address,
+          quoteSigner: account(2).address,
+          amount: 5_000_000n,
+        }),
+      )
+      yield* Effect.promise(() => chain.test.mine({ blocks: 3 }))
+      const finalized = yield* Effect.promise(() => chain.pub.getBlock({ blockTag: "finalized" }))
+      const venue = {
+        id: "hyperliquid",
+        escrow_v2: { address: chain.escrow, deployment_block: 0 },
+        watcher: { page_blocks: 1000 },
+      } as unknown as VenueConfig
+      const ingest = makeEscrowV2Ingest(venue, chain.pub)
+      if (ingest === undefined) return expect.fail("the venue configures escrow_v2")
+      yield* ingest({ number: finalized.number, hash: finalized.hash as Hex })
+      const cursor = yield* v2Cursor("hyperliquid")
+      expect(cursor?.indexedBlock).toBe(finalized.number)
+      const after = yield* pollUntil(Ref.get(heard), (xs) => xs.includes("hyperliquid"), {
+        every: "50 millis",
+        within: "10 seconds",
+      })
+      expect(after.filter((v) => v === "hyperliquid")).toEqual(["hyperliquid"])
+      yield* Fiber.interrupt(listener)
+    }),
+  )
+})
