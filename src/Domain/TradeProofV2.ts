@@ -60,7 +60,8 @@ export interface QuoteSetV2Record {
 export interface TradeProofV2Input {
   /** Null only if the set's row is missing (never for fills the service routed). */
   readonly quoteSet: QuoteSetV2Record | null
-  readonly hashlockIndex: number
+  /** `fills.hashlock_index`; null (never for routed fills) falls back to the Fill's own `hashlockIndex`. */
+  readonly hashlockIndex: number | null
   readonly hashlockProof: ReadonlyArray<string>
   /** The v2 Fill message as stored (`fills.fill`, wire form). */
   readonly fill: unknown
@@ -107,7 +108,7 @@ export const buildTradeProofV2 = (input: TradeProofV2Input) => {
             ),
             signature: input.quoteSet.signature,
             signer: input.quoteSet.signer.toLowerCase(),
-            hashlock_index: input.hashlockIndex,
+            hashlock_index: input.hashlockIndex ?? fill.hashlockIndex,
             hashlock_proof: input.hashlockProof.map((h) => h.toLowerCase()),
           },
     fill: {

@@ -93,7 +93,7 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
                 signature: row.qs_signature,
                 signer: row.quote_signer,
               },
-        hashlockIndex: row.hashlock_index!,
+        hashlockIndex: row.hashlock_index,
         hashlockProof: row.hashlock_proof ?? [],
         fill: row.fill,
         fillSignature: row.fill_signature,
