@@ -123,6 +123,7 @@ const revealLoop = (
 export const runMaker = async (o: MakerOptions, log: (line: string) => void = console.log) => {
   const signer = privateKeyToAccount(o.signerKey)
   const venues = ((await (await fetch(`${o.api}/v1/venues`)).json()) as { data: Array<Venue> }).data
+  if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log)
   const info = (await (await fetch(`${o.api}/v1/info`)).json()) as {
     limits: { quote_validity_seconds_max: number }
     settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number }
@@ -277,6 +278,25 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
       if (renewed && stale) await publish()
       await sleep(o.renewSeconds * 1000)
     }
+  }
+}
+
+/**
+ * The reveal loop alone (`--reveal-only`): no credential, lease or publication. The venues' chain ids come from the
+ * public /v1/venues; a wrong one only makes every read refuse (each read names the chain id its endpoint reports).
+ */
+const runRevealOnly = async (
+  o: MakerOptions,
+  v2: MakerV2Options,
+  venues: ReadonlyArray<Venue>,
+  log: (line: string) => void,
+) => {
+  const loop = revealLoop(o, v2, venues, () => [], log)
+  const started = Date.now()
+  log("reveal loop only: watching payments to this maker")
+  while (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000) {
+    await loop.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
+    await sleep(o.renewSeconds * 1000)
   }
 }
 

@@ -27,6 +27,11 @@ export interface MakerOptions {
   /** Stop after this many seconds (0: run until stopped). */
   readonly runSeconds: number
   /**
+   * v2 only: run the reveal loop alone (no credential, lease or publication), e.g. after the credential was revoked
+   * while payments to this maker are still open. Needs the v2 flags and the `--quote` venues and recipients.
+   */
+  readonly revealOnly: boolean
+  /**
    * Settlement v2 (an order on the v2 escrow): set when `--escrow-v2` names the order's venue. The escrows are the
    * ones this maker reviewed (never read from the service); `rpc` are its own endpoints for the reveal loop.
    */
@@ -53,7 +58,7 @@ export interface MakerV2Options {
 const USAGE = `usage: npm run maker -- --api URL --identity UUID --order 0x… --venue VENUE --quote VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL
        [--quote …] --quote-size AMOUNT [--ttl 30] [--renew 5] [--validity 60] [--run 0]
        v2 order: --owner 0x… --escrow-v2 VENUE=0x… (the order's venue and each quoted venue) --rpc VENUE=URL (same)
-       [--hashlocks 64] [--reveal-cutoff 600] [--from-block VENUE=N …]
+       [--hashlocks 64] [--reveal-cutoff 600] [--from-block VENUE=N …] [--reveal-only (no MAKER_CREDENTIAL needed)]
   env: MAKER_CREDENTIAL (mk_…), MAKER_SIGNER_KEY (0x… private key of the identity's signer),
        MAKER_PAYEE_KEY (v2, optional: sends the reveals; default MAKER_SIGNER_KEY)`
 
@@ -80,14 +85,16 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
       "from-block": { type: "string", multiple: true },
       hashlocks: { type: "string", default: "64" },
       "reveal-cutoff": { type: "string", default: "600" },
+      "reveal-only": { type: "boolean", default: false },
     },
   })
   const need = (name: string, value: string | undefined) => {
     if (!value) throw new UsageError(`missing ${name}\n${USAGE}`)
     return value
   }
-  const credential = need("MAKER_CREDENTIAL", env.MAKER_CREDENTIAL)
-  if (!credential.startsWith("mk_")) throw new UsageError("MAKER_CREDENTIAL must be an mk_ credential")
+  const revealOnly = values["reveal-only"] === true
+  const credential = revealOnly ? "" : need("MAKER_CREDENTIAL", env.MAKER_CREDENTIAL)
+  if (!revealOnly && !credential.startsWith("mk_")) throw new UsageError("MAKER_CREDENTIAL must be an mk_ credential")
   const signerKey = need("MAKER_SIGNER_KEY", env.MAKER_SIGNER_KEY)
   if (!/^0x[0-9a-fA-F]{64}$/.test(signerKey)) throw new UsageError("MAKER_SIGNER_KEY must be a 32-byte hex key")
   const order = need("--order", values.order)
@@ -110,19 +117,21 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
   if (renewSeconds * 2 > ttlSeconds) throw new UsageError("--renew must be at most half of --ttl")
   const venue = need("--venue", values.venue)
   const v2 = parseV2(values, env, signerKey as `0x${string}`, venue, quotes, int)
+  if (revealOnly && v2 === undefined) throw new UsageError("--reveal-only is for a v2 order (--escrow-v2 …)")
   return {
     api: need("--api", values.api).replace(/\/$/, ""),
     credential,
-    identity: need("--identity", values.identity),
+    identity: revealOnly ? "" : need("--identity", values.identity),
     signerKey: signerKey as `0x${string}`,
     order: order as `0x${string}`,
     venue,
     quotes,
-    quoteSize: need("--quote-size", values["quote-size"]),
+    quoteSize: revealOnly ? "0" : need("--quote-size", values["quote-size"]),
     ttlSeconds,
     renewSeconds,
     validitySeconds: int("--validity", values.validity!, 10, 3600),
     runSeconds: int("--run", values.run!, 0, 86_400),
+    revealOnly,
     ...(v2 === undefined ? {} : { v2 }),
   }
 }
