@@ -226,7 +226,8 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
           const outcome: RevealOutcome = {
             digest,
             kind: "refused",
-            codes: [lock.state === "None" ? "lock_state" : "lock_order"],
+            // No lock (yet), no set this maker can recognise (quote_set), or a set of another order (lock_order).
+            codes: [lock.state === "None" ? "lock_state" : set === undefined ? "quote_set" : "lock_order"],
           }
           report(outcome)
           outcomes.push(outcome)
