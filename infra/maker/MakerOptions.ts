@@ -47,7 +47,7 @@ export interface MakerV2Options {
   readonly rpc: Readonly<Record<string, string>>
   /** Per venue id: the first block the reveal loop scans (e.g. the v2 escrow's deployment block); default 0. */
   readonly fromBlocks: Readonly<Record<string, bigint>>
-  /** Hashlocks per quote set (each fill uses one; the 64 KiB request body holds at most about 900). */
+  /** Hashlocks per quote set (each fill uses one; 800 × 69 bytes keeps the body under the 64 KiB limit). */
   readonly hashlockCount: number
   /** Reveal only with at least this many seconds left before takerExpiry (DESIGN §6 "Timing": C). */
   readonly revealCutoffSeconds: number
@@ -200,7 +200,7 @@ const parseV2 = (
     escrows,
     rpc,
     fromBlocks,
-    hashlockCount: int("--hashlocks", values.hashlocks!, 1, 900),
+    hashlockCount: int("--hashlocks", values.hashlocks!, 1, 800),
     revealCutoffSeconds: int("--reveal-cutoff", values["reveal-cutoff"]!, 1, 86_400),
     payeeKey: payeeKey as `0x${string}`,
   }

@@ -12,7 +12,7 @@
  *   `valid_until - issued_at` ≤ settlement.max_quote_life_seconds (the escrow's MAX_QUOTE_LIFE) (400);
  * - each quote's `escrow` is its venue's configured v2 escrow (lock requires Fill.takerEscrow == quote.escrow) (400);
  * - the v2 QuoteSet signature by the order's quote signer in the order's v2 escrow domain (422).
- * The 64 KiB body limit bounds `hashlocks` to about 900 entries in practice (MAX_HASHLOCK_COUNT is the schema's cap).
+ * The 64 KiB body limit bounds `hashlocks` to about 900 entries in practice (the maker bot caps them at 800) (MAX_HASHLOCK_COUNT is the schema's cap).
  */
 import { Clock, Effect, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"

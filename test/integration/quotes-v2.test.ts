@@ -99,13 +99,18 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("v2 quote set
         min_fill: "100000",
       }
       /** A v2 body: hashlocks of (sequence) derived as the maker client does, signed unless `over` changes it. */
-      const v2Body = (sequence: number, over: Record<string, unknown> = {}, sign: Partial<QuoteSetV2> = {}) =>
+      const v2Body = (
+        sequence: number,
+        over: Record<string, unknown> = {},
+        sign: Partial<QuoteSetV2> = {},
+        count = 8,
+      ) =>
         Effect.gen(function* () {
           const now = Math.floor(Date.now() / 1000)
           const set = deriveHashlockSet(
             key,
             { chainId: 999n, makerEscrow, owner: owner.address, orderId, sequence: BigInt(sequence) },
-            8,
+            count,
           )
           const fields = {
             sequence,
@@ -410,6 +415,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("v2 quote set
         ["1", false],
         ["2", true],
       ])
+      // The maker bot's largest set (--hashlocks 800) fits the 64 KiB body and is admitted.
+      const large = yield* put(orderId, (yield* v2Body(3, {}, {}, 800)).body)
+      expect([large.status, code(large)]).toEqual([200, undefined])
+      expect((large.json as { quote_set: { hashlock_count: number } }).quote_set.hashlock_count).toBe(800)
       const cancelled = yield* rawRequest(`${base}/v1/orders/${orderId}/quotes`, {
         method: "DELETE",
         headers: bearer(credential.token),
@@ -417,7 +426,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("v2 quote set
       expect(cancelled.status).toBe(200)
       expect((cancelled.json as { quote_set: { active: boolean; hashlock_count: number } }).quote_set).toMatchObject({
         active: false,
-        hashlock_count: 8,
+        hashlock_count: 800,
       })
     }),
   )
