@@ -4,12 +4,12 @@ import { type Address, getAddress, type Hex } from "viem"
 import type { DeploymentConfig, VenueConfig } from "../Config.ts"
 import { type FillV2, fillDigest, fillV2TypedData, PERPS_DEX } from "../Domain/EscrowTypedDataV2.ts"
 import { fillKeyOf } from "../Domain/FillId.ts"
-import { type HashlockTree, hashlockTree } from "../Domain/Hashlocks.ts"
 import { permitTypedData, type TokenDomain } from "../Domain/Permit.ts"
 import { routeTake, type TakeCandidate } from "../Domain/TakeRouter.ts"
 import { takeTimesV2 } from "../Domain/TakeTimingV2.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { randomUuid } from "../SecureRandom.ts"
+import { type CachedSet, cachedSet, rememberSet } from "./HashlockTreeCache.ts"
 import { appendJournal } from "./Journal.ts"
 import { loadQuoteCandidatesV2, type QuoteCandidateV2Row, toTakeCandidateV2 } from "./QuoteCandidatesV2.ts"
 import { TakeNoLiquidity } from "./TakeErrors.ts"
@@ -111,22 +111,26 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
       },
     ]
     // Per set: the published hashlocks' tree (built once) and the next index to hand out.
-    const trees = new Map<string, { tree: HashlockTree; hashlocks: ReadonlyArray<Hex> }>()
+    const trees = new Map<string, CachedSet>()
     const nextIndex = new Map<string, number>()
     const journalFills: Array<Record<string, string | number>> = []
     for (const part of route.fills) {
       const row = byKey.get(`${setKey(part.orderId, part.sequence)}/${part.quoteIndex}`)!
       const key = setKey(part.orderId, part.sequence)
       if (!trees.has(key)) {
-        const [set] = yield* sql<{ hashlocks: ReadonlyArray<Hex> }>`
-          select hashlocks from quote_sets
-          where order_id = ${part.orderId} and sequence = ${part.sequence.toString()} and active`
-        const tree = hashlockTree(set!.hashlocks)
+        const cacheKey = { orderId: part.orderId, sequence: row.sequence, root: row.hashlock_root }
+        let set = cachedSet(cacheKey)
+        if (set === undefined) {
+          const [stored] = yield* sql<{ hashlocks: ReadonlyArray<Hex> }>`
+            select hashlocks from quote_sets
+            where order_id = ${part.orderId} and sequence = ${part.sequence.toString()} and active`
+          set = rememberSet(cacheKey, stored!.hashlocks)
+        }
         // Checked when the maker published; a row that disagrees now was edited by hand: no fill could lock.
-        if (tree.root !== row.hashlock_root.toLowerCase() || tree.count !== row.hashlock_count) {
+        if (set === undefined || set.tree.count !== row.hashlock_count) {
           return yield* Effect.dieMessage(`quote set ${key}: its hashlocks do not match its signed root`)
         }
-        trees.set(key, { tree, hashlocks: set!.hashlocks })
+        trees.set(key, set)
       }
       const { tree, hashlocks } = trees.get(key)!
       const index = nextIndex.get(key) ?? row.next_index
@@ -150,7 +154,7 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
         // Perps margin: the maker escrow deposits through its router and credits the zero-id balance on refusal.
         dex: PERPS_DEX,
         toMargin: true,
-        hashlock: hashlocks[index]!.toLowerCase() as Hex,
+        hashlock: hashlocks[index]!,
         hashlockIndex: index,
         payKey: lower(c.payKey),
         payBy: times.payBy,

@@ -3,9 +3,12 @@
  * hashlock index) and the times a v2 take fixes (src/Domain/TakeTimingV2.ts) against the escrow's lock rules.
  */
 import fc from "fast-check"
+import { type Hex, keccak256, toHex } from "viem"
 import { describe, expect, it } from "vitest"
+import { hashlockTree } from "../../src/Domain/Hashlocks.ts"
 import { routeTake, type TakeCandidate } from "../../src/Domain/TakeRouter.ts"
 import { takeTimesV2 } from "../../src/Domain/TakeTimingV2.ts"
+import { cachedSet, rememberSet } from "../../src/Store/HashlockTreeCache.ts"
 import { audienceOf, visibleTo } from "../../src/Stream/EventFilter.ts"
 
 const BIG = 10n ** 30n
@@ -120,5 +123,33 @@ describe("stream: the pay key's prompt reaches the take's master", () => {
     expect(visibleTo(audienceOf(["account"], undefined, session(master)))(event)).toBe(true)
     expect(visibleTo(audienceOf(["account"], undefined, session(`${master.slice(0, -1)}2`)))(event)).toBe(false)
     expect(visibleTo(audienceOf(["trades", "account"], undefined, undefined))(event)).toBe(false)
+  })
+})
+
+describe("hashlock tree cache", () => {
+  const hashlocks = (label: string, n: number): Array<Hex> =>
+    Array.from({ length: n }, (_, i) => keccak256(toHex(`${label}${i}`)))
+
+  it("keeps a set only under its signed root, answers it again without a read, forgets the oldest past its budget", () => {
+    const hs = hashlocks("a", 4)
+    const root = hashlockTree(hs).root
+    const key = { orderId: "0xA", sequence: "1", root }
+    expect(rememberSet({ ...key, root: keccak256("0x01") }, hs)).toBeUndefined()
+    expect(cachedSet(key)).toBeUndefined()
+    const kept = rememberSet(key, hs)!
+    expect(kept.tree.root).toBe(root)
+    expect(cachedSet({ ...key, orderId: "0xa" })).toBe(kept)
+    // A budget of 6 leaves: a set of 2 fits beside it; reading the first makes the new one the least recently used,
+    // so a third set (4 + 2 + 2 > 6) pushes out the second; two more push out the third, then the first.
+    rememberSet({ orderId: "0xb", sequence: "1", root: hashlockTree(hashlocks("b", 2)).root }, hashlocks("b", 2), 6)
+    expect(cachedSet(key)).toBe(kept)
+    rememberSet({ orderId: "0xc", sequence: "1", root: hashlockTree(hashlocks("c", 2)).root }, hashlocks("c", 2), 6)
+    expect(cachedSet({ orderId: "0xb", sequence: "1", root: hashlockTree(hashlocks("b", 2)).root })).toBeUndefined()
+    expect(cachedSet(key)).toBe(kept)
+    for (const label of ["d", "e"]) {
+      const hs2 = hashlocks(label, 2)
+      rememberSet({ orderId: `0x${label}`, sequence: "1", root: hashlockTree(hs2).root }, hs2, 6)
+    }
+    expect(cachedSet(key)).toBeUndefined()
   })
 })
