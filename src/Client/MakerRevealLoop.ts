@@ -107,7 +107,8 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
   const watching = new Map<Hex, number>()
   const cursors = new Map<number, bigint>()
   const logged = new Map<Hex, string>()
-  const sent = new Set<Hex>()
+  // Our claimPayment per digest, with the taker chain's newest block once it was sent: included by then.
+  const sent = new Map<Hex, bigint>()
   const derived = new Map<string, HashlockSet>()
 
   const hashlocksOf = (set: QuoteSetV2): HashlockSet => {
@@ -218,7 +219,11 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
           watching.delete(digest)
           continue
         }
-        if (sent.has(digest)) continue // our claimPayment is on its way; the payment leaves Held once it is final
+        // Our claimPayment is on its way: the payment leaves Held once its block is final. Still Held at a finalized
+        // head past the block it was sent by: it is not in the chain (reorged out or dropped), so reveal again.
+        const sentBy = sent.get(digest)
+        if (sentBy !== undefined && atT.blockNumber < sentBy) continue
+        sent.delete(digest)
         const lock = await readLock(deps.maker, atM, makerEscrow, digest)
         const ref = { owner: getAddress(lock.owner), orderId: lock.orderId, sequence: lock.sequence }
         const set = lock.state === "None" ? undefined : await quoteSetOf(digest, atM.blockNumber, ref)
@@ -251,7 +256,7 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
           deps.log(`claimPayment for ${digest} failed (${e instanceof Error ? e.name : "error"}); retried next pass`)
           continue
         }
-        sent.add(digest)
+        sent.set(digest, (await t.reader.getBlock({ blockTag: "latest" })).number)
         const outcome: RevealOutcome = { digest, kind: "revealed", hashlockIndex: decision.hashlockIndex, tx }
         report(outcome)
         outcomes.push(outcome)

@@ -4,7 +4,8 @@
  * are made with the escrows' own calls, as the service and a taker would. The loop reveals, by its own
  * claimPayment from the payee's key, a payment matched by its lock; it reveals nothing for an operator-as-taker
  * payment with no lock, a lock on another owner's order with the same id, a payment on a fake escrow, or too little
- * time left; a loop restarted with no state still reveals. No log line carries a secret.
+ * time left; a loop restarted with no state still reveals; a reveal lost to a reorg is sent again. No log line carries
+ * a secret.
  */
 import { type Address, createWalletClient, type Hex, http, keccak256, toHex, zeroAddress } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
@@ -342,6 +343,28 @@ describe("the maker's reveal loop on two anvil chains", () => {
     await mine(M)
     const after = freshLoop()
     expect(await about(after.tick(), digest)).toMatchObject([{ digest, kind: "revealed", hashlockIndex: 1 }])
+    await mine(T)
+    expect(await paymentState(T.escrow, digest)).toBe("Claimed")
+  })
+
+  it("a reveal lost to a reorg is sent again once the finalized head passed it", async () => {
+    const loop = freshLoop()
+    const payKey = privateKeyToAccount(generatePrivateKey())
+    const fill = await fillOf({ slot: "reorg 3", hashlock: hashlocks.hashlocks[3]!, index: 3, payKey: payKey.address })
+    const digest = fillDigest(fill)
+    await lock(fill)
+    await mine(M)
+    await pay(fill, payKey)
+    await mine(T)
+    const beforeReveal = await T.test.snapshot()
+    expect(await about(loop.tick(), digest)).toMatchObject([{ digest, kind: "revealed", hashlockIndex: 3 }])
+    // Not final yet: the next pass waits for it rather than sending again.
+    expect(await about(loop.tick(), digest)).toEqual([])
+    // The block with the claim is dropped (anvil's revert stands for a reorg) and the chain moves on without it.
+    await T.test.revert({ id: beforeReveal })
+    await mine(T, 3)
+    expect(await paymentState(T.escrow, digest)).toBe("Held")
+    expect(await about(loop.tick(), digest)).toMatchObject([{ digest, kind: "revealed", hashlockIndex: 3 }])
     await mine(T)
     expect(await paymentState(T.escrow, digest)).toBe("Claimed")
   })
