@@ -8,7 +8,8 @@
  * the take's client id is the transfer's, so a second desk during a hand-over gets the same take back. Nothing is
  * ever signed or created for a withdrawal that is queued, submitting, unknown or failed: only `relayed` is due
  * (spec Recovery). A refusal (no liquidity now, a chain node down) is recorded on the intent and retried later;
- * the client may cancel meanwhile.
+ * the client may cancel meanwhile. A settlement-v2 transfer is due only once its pay key is given (the take's
+ * Fills name it; dueTransfers), with or without a funding withdrawal.
  */
 import { Duration, Effect, Layer, Option } from "effect"
 import { SecureRandom } from "../src/SecureRandom.ts"
@@ -45,6 +46,7 @@ const advance = (t: TransferRow) =>
         TakePayerNotLinked: (e) => Effect.succeed(`the payer is no longer linked on ${e.venue}`),
         TakeNoLiquidity: (e) => Effect.succeed(e.message),
         TakeChainUnavailable: (e) => Effect.succeed(e.message),
+        TakeUnpaidLocks: (e) => Effect.succeed(`${e.unpaid} unpaid locks (limit ${e.limit})`),
       }),
     )
     if (typeof outcome === "string") {

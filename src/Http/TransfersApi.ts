@@ -118,5 +118,34 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
           "submitted is not recalled: its funds stay in the payer's wallet.",
       ),
   )
+  .add(
+    HttpApiEndpoint.put("payKey", "/v1/transfers/:id/take/pay-key")
+      .setPath(Schema.Struct({ id: Schema.UUID }))
+      .setPayload(RequestBody("TransferPayKeyRequest", { pay_key: Address }))
+      .addSuccess(TransferIntent)
+      .addError(Forbidden)
+      .addError(AccessRequired)
+      .addError(NotFound)
+      .addError(InvalidRequest)
+      .addError(StateConflict)
+      .addError(NoLiquidity)
+      .addError(PayerNotLinked)
+      .addError(ChainUnavailable)
+      .annotate(
+        OpenApi.Description,
+        "Settlement v2 (GET /v1/info `settlement.escrow_version` 2): the take route of a transfer's take, keyed by " +
+          "the transfer id because the take does not exist yet. A v2 take's Fills name your client's pay key " +
+          "(an ephemeral key it makes and keeps; POST /v1/takes carries it as pay_key), which the transfer body " +
+          "cannot carry: the transfer waits for it (take_id null) and no Fill is reserved, nor its pay window " +
+          "(payBy) started, before it is given here. When the payer's wallet already covered amount_in at " +
+          "creation (no withdrawal_preparation), the take is created in this request (take_id set; a refusal " +
+          "such as NO_LIQUIDITY stores nothing: repeat it or cancel). Otherwise the key is stored and the " +
+          "service creates the take once the funding withdrawal is relayed and the wallet holds amount_in; " +
+          "follow take_id in GET /v1/transfers. Then sign its to_sign from GET /v1/takes/{id} and authorise " +
+          "payment with the pay key as for any v2 take. Set once: the same key again answers the intent " +
+          "unchanged, another key STATE_CONFLICT; a cancelled intent STATE_CONFLICT; a v1 transfer " +
+          "INVALID_REQUEST (its take names no pay key).",
+      ),
+  )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Transfers") {}

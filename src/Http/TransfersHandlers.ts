@@ -4,9 +4,12 @@ import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
+import { takeEscrowVersion } from "../Store/TakeCreate.ts"
 import {
   cancelTransfer,
+  findTransfer,
   findTransferByClientId,
+  givePayKey,
   insertTransfer,
   type NewTransfer,
   type TransferRow,
@@ -142,16 +145,17 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             toChainId: to.chain_id,
             shortfall: preparation === undefined ? null : shortfall,
             preparationId: preparation?.id ?? null,
+            takeVersion: takeEscrowVersion(deployment, from, to),
           }
           const sql = yield* SqlClient.SqlClient
           // The insert and, when the wallet covers amount_in, the take commit together: a NO_LIQUIDITY (or any
           // refusal) leaves no intent behind, and a concurrent identical create waits on the client id, then
-          // finds this one.
+          // finds this one. A v2 take waits for the client's pay key (route payKey).
           const inserted = yield* sql
             .withTransaction(
               Effect.gen(function* () {
                 if (!(yield* insertTransfer(transfer))) return false
-                if (preparation === undefined) {
+                if (preparation === undefined && transfer.takeVersion === 1) {
                   const row = yield* findTransferByClientId(session.master, transfer.clientTransferId)
                   yield* takeForTransfer(Option.getOrThrow(row))
                 }
@@ -182,6 +186,38 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             items: yield* transferViews(page.value.rows),
             next_cursor: page.value.hasMore && last !== undefined ? last.id : null,
           }
+        }),
+      )
+      .handle("payKey", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const session = yield* requireSession
+          yield* requireAccess(session.master)
+          if (BigInt(payload.pay_key) === 0n) return yield* apiError(InvalidRequest, "pay_key must not be zero")
+          const sql = yield* SqlClient.SqlClient
+          // Key and (wallet covered at creation) take commit together: a refused take stores no key either.
+          const outcome = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const given = yield* givePayKey(session.master, path.id, payload.pay_key)
+                if (given._tag !== "Given" || !given.changed) return given
+                const row = Option.getOrThrow(yield* findTransfer(path.id))
+                if (row.preparation_id === null) yield* takeForTransfer(row)
+                return given
+              }),
+            )
+            .pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
+          switch (outcome._tag) {
+            case "NotFound":
+              return yield* apiError(NotFound, "no such transfer")
+            case "NotV2":
+              return yield* apiError(InvalidRequest, "this transfer's take is on settlement v1: it names no pay key")
+            case "Cancelled":
+              return yield* apiError(StateConflict, "the transfer is cancelled")
+            case "OtherKey":
+              return yield* apiError(StateConflict, "another pay key was already given for this transfer's take")
+          }
+          const row = yield* findTransfer(path.id).pipe(Effect.orDie)
+          return (yield* transferViews([Option.getOrThrow(row)]))[0]!
         }),
       )
       .handle("cancel", ({ path }) =>

@@ -1,7 +1,9 @@
 /**
  * The take of a transfer intent: created through the takes' own `createTake` (same routing, reservations and sign
  * items as POST /v1/takes) under the transfer's client take id, and recorded on the transfer in the same
- * transaction, so a transfer never points at a take that did not commit and never gets two.
+ * transaction, so a transfer never points at a take that did not commit and never gets two. A v2 transfer's take
+ * names the pay key the client gave (PUT /v1/transfers/{id}/take/pay-key); without one createTake refuses it, so
+ * no Fill is reserved and no pay window starts before the key is there.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
@@ -21,6 +23,7 @@ export const takeInputOf = (t: TransferRow): CreateTakeInput => ({
   payer: t.payer,
   recipient: t.recipient,
   maxParts: t.max_parts,
+  payKey: t.pay_key ?? undefined,
 })
 
 /**

@@ -34,6 +34,10 @@ export interface TransferRow {
   readonly preparation_created_at: Date | null
   /** Every fill of the take final; null before a take exists. */
   readonly take_final: boolean | null
+  /** The take's settlement version, fixed at creation (migration 0027): 2 needs `pay_key` before the take. */
+  readonly take_version: 1 | 2
+  /** The client's pay key for a v2 take (lowercase address); null until given. */
+  readonly pay_key: string | null
 }
 
 const SELECT = (sql: SqlClient.SqlClient) => sql`
@@ -41,6 +45,7 @@ const SELECT = (sql: SqlClient.SqlClient) => sql`
     t.amount_in::text as amount_in, t.min_out::text as min_out, t.max_parts, t.payer, t.recipient,
     t.from_chain_id::int as from_chain_id, t.to_chain_id::int as to_chain_id, t.shortfall::text as shortfall,
     t.preparation_id, t.take_id, t.error, t.cancelled_at, t.created_at, t.updated_at,
+    t.take_version::int as take_version, t.pay_key,
     p.typed_data as preparation_typed_data, p.created_at as preparation_created_at,
     case when t.take_id is null then null
          else not exists (select 1 from fills f where f.take_id = t.take_id and not f.final) end as take_final
@@ -54,6 +59,7 @@ export const TRANSFER_EVENT = {
   created: "transfer.created",
   takeCreated: "transfer.take_created",
   cancelled: "transfer.cancelled",
+  payKeyGiven: "transfer.pay_key_given",
 } as const
 
 const journal = (kind: string, row: TransferRow) =>
@@ -99,6 +105,7 @@ export interface NewTransfer {
   readonly toChainId: number
   readonly shortfall: bigint | null
   readonly preparationId: string | null
+  readonly takeVersion: 1 | 2
 }
 
 /**
@@ -111,11 +118,12 @@ export const insertTransfer = (t: NewTransfer) =>
     const sql = yield* SqlClient.SqlClient
     const inserted = yield* sql`
       insert into transfers (id, master, client_transfer_id, client_take_id, from_venue, to_venue, amount_in, min_out,
-        max_parts, payer, recipient, from_chain_id, to_chain_id, shortfall, preparation_id, created_at, updated_at)
+        max_parts, payer, recipient, from_chain_id, to_chain_id, shortfall, preparation_id, take_version, created_at,
+        updated_at)
       values (${t.id}::uuid, ${t.master}, ${t.clientTransferId}, ${clientTakeIdOf(t.id)}, ${t.from}, ${t.to},
         ${t.amountIn.toString()}, ${t.minOut.toString()}, ${t.maxParts}, ${t.payer.toLowerCase()},
         ${t.recipient.toLowerCase()}, ${t.fromChainId}, ${t.toChainId},
-        ${t.shortfall === null ? null : t.shortfall.toString()}, ${t.preparationId}, now(), now())
+        ${t.shortfall === null ? null : t.shortfall.toString()}, ${t.preparationId}, ${t.takeVersion}, now(), now())
       on conflict (master, client_transfer_id) do nothing
       returning id`
     if (inserted.length === 0) return false
@@ -147,6 +155,42 @@ export const attachTake = (id: string, takeId: string) =>
     if (updated.length === 0) return false
     yield* journal(TRANSFER_EVENT.takeCreated, Option.getOrThrow(yield* findTransfer(id)))
     return true
+  })
+
+export type PayKeyOutcome =
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "NotV2" }
+  | { readonly _tag: "Cancelled" }
+  /** Another pay key was given first (or the take exists under it): nothing changed. */
+  | { readonly _tag: "OtherKey" }
+  /** Stored now, or the same key again (nothing changed then). */
+  | { readonly _tag: "Given"; readonly changed: boolean }
+
+/**
+ * Stores the client's pay key of the master's v2 transfer, once, and journals `transfer.pay_key_given`; clears the
+ * desk's retry delay so a transfer whose wallet is ready gets its take on the desk's next pass. Run it inside the
+ * caller's transaction (the row stays locked until the caller's take decision commits).
+ */
+export const givePayKey = (master: string, id: string, payKey: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [locked] = yield* sql<{
+      master: string
+      take_version: number
+      pay_key: string | null
+      cancelled_at: Date | null
+    }>`select master, take_version::int as take_version, pay_key, cancelled_at from transfers
+       where id = ${id}::uuid for update`
+    if (locked === undefined || locked.master !== master) return { _tag: "NotFound" } as PayKeyOutcome
+    if (locked.take_version !== 2) return { _tag: "NotV2" } as PayKeyOutcome
+    const key = payKey.toLowerCase()
+    if (locked.pay_key !== null) {
+      return (locked.pay_key === key ? { _tag: "Given", changed: false } : { _tag: "OtherKey" }) as PayKeyOutcome
+    }
+    if (locked.cancelled_at !== null) return { _tag: "Cancelled" } as PayKeyOutcome
+    yield* sql`update transfers set pay_key = ${key}, next_attempt_at = null, updated_at = now() where id = ${id}::uuid`
+    yield* journal(TRANSFER_EVENT.payKeyGiven, Option.getOrThrow(yield* findTransfer(id)))
+    return { _tag: "Given", changed: true } as PayKeyOutcome
   })
 
 /** The desk's failed attempt at the take: why, and when to try again. */
@@ -209,16 +253,19 @@ export const transfersPage = (master: string, after: string | undefined, limit: 
   })
 
 /**
- * Transfers the desk may complete: no take, not cancelled, their funding withdrawal relayed, and not deferred.
- * (A transfer without a preparation got its take at creation or was never stored.)
+ * Transfers the desk may complete: no take, not cancelled, not deferred, a v2 one with its pay key, and either its
+ * funding withdrawal relayed or (v2 only) no preparation at all. A v1 transfer without a preparation got its take
+ * at creation or was never stored; a v2 one gets it when the pay key is given, and here if that attempt was refused.
  */
 export const dueTransfers = (limit: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<TransferRow>`
       ${SELECT(sql)}
-      where t.take_id is null and t.cancelled_at is null and t.preparation_id is not null
+      where t.take_id is null and t.cancelled_at is null
         and (t.next_attempt_at is null or t.next_attempt_at <= now())
-        and exists (select 1 from withdrawals w where w.preparation_id = t.preparation_id and w.state = 'relayed')
+        and (t.take_version = 1 or t.pay_key is not null)
+        and ((t.preparation_id is null and t.take_version = 2) or exists (
+          select 1 from withdrawals w where w.preparation_id = t.preparation_id and w.state = 'relayed'))
       order by t.created_at limit ${limit}`,
   )

@@ -48,6 +48,7 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
     path: `/v1/quote-identities/${ID}/lease`,
     body: { ttl_seconds: 30 },
   },
+  "POST /v1/quote-identities/:id/resume": { kind: "session", path: `/v1/quote-identities/${ID}/resume` },
   "POST /v1/credentials": { kind: "session", body: { quote_identity_id: anyUuid, scopes: ["quote"] } },
   "GET /v1/credentials": { kind: "session" },
   "POST /v1/credentials/:id/rotate": { kind: "session", path: `/v1/credentials/${anyUuid}/rotate` },
@@ -158,6 +159,11 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   },
   "GET /v1/transfers": { kind: "session" },
   "POST /v1/transfers/:id/cancel": { kind: "session", path: `/v1/transfers/${anyUuid}/cancel` },
+  "PUT /v1/transfers/:id/take/pay-key": {
+    kind: "session",
+    path: `/v1/transfers/${anyUuid}/take/pay-key`,
+    body: { pay_key: someone },
+  },
   "GET /v1/trades": { kind: "public", path: "/v1/trades?a=aster&b=hyperliquid" },
   // scope=all (the default) is public and ignores any bearer; scope=mine (session only) is covered in trades.test.ts.
   "GET /v1/trades/history": { kind: "public" },

@@ -46,6 +46,8 @@ export interface WithdrawalDevnetOptions {
   readonly withdrawals?: Record<string, unknown>
   /** Run the desk in the background (default true). */
   readonly desk?: boolean
+  /** Settlement v2: each venue names its deployed SettlementEscrowV2 and `settlement.escrow_version` is 2. */
+  readonly escrowV2?: boolean
 }
 
 const CHAIN_IDS = { hyperliquid: 999, aster: 42161 } as const
@@ -79,8 +81,13 @@ export const startVenueNode = (kind: "hyperliquid" | "aster", sim: Partial<Venue
   })
 
 /** The raw config entry of a venue node, with its simulator as `api_url`. */
-export const venueConfigOf = (kind: "hyperliquid" | "aster", node: VenueNode, api: Record<string, unknown> = {}) => {
-  const { legacy_escrow: _legacy, ...entry } = venueEntry(node.chain, kind)
+export const venueConfigOf = (
+  kind: "hyperliquid" | "aster",
+  node: VenueNode,
+  api: Record<string, unknown> = {},
+  escrowV2 = false,
+) => {
+  const { legacy_escrow: _legacy, ...entry } = venueEntry(node.chain, kind, { escrowV2 })
   return { ...entry, api_url: node.sim.url, venue_api: { request_timeout_ms: 1_500, ...api } }
 }
 
@@ -94,13 +101,14 @@ export const withdrawalDevnet = (options: WithdrawalDevnetOptions) =>
         else nodes.aster = node
       }
       const venues = options.venues.map((kind) =>
-        venueConfigOf(kind, (kind === "hyperliquid" ? nodes.hl : nodes.aster)!, options.api?.[kind]),
+        venueConfigOf(kind, (kind === "hyperliquid" ? nodes.hl : nodes.aster)!, options.api?.[kind], options.escrowV2),
       )
       const authRpc = (nodes.hl ?? nodes.aster)!.chain.anvil.rpcUrl
       const config = testAppConfig({
         venues,
         auth: { rpc_urls: [authRpc] },
         withdrawals: { poll_ms: 100, reconcile_ms: 300, reconcile_max_ms: 1_000, ...options.withdrawals },
+        ...(options.escrowV2 ? { settlement: { escrow_version: 2 } } : {}),
       })
       const desk =
         options.desk === false
