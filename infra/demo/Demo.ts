@@ -4,10 +4,14 @@
  *   1. A maker (anvil account #4) signs in, links its account on the maker venue, registers a quote identity,
  *      issues a `quote` credential, and funds an escrow order from its wallet (fund_order + permit signed here).
  *   2. The maker client (`npm run maker`, infra/maker/Maker.ts, as a child process) keeps the identity's lease and
- *      publishes a signed quote set for the order.
+ *      publishes a signed quote set for the order; on settlement v2 (the devnet's default) with its hashlocks,
+ *      and its reveal loop reveals each payment itself (its own claimPayment) from its own chain endpoints.
  *   3. A taker (anvil account #3) signs in (SIWE), links its accounts on both venues, creates a transfer intent
- *      from one venue to the other, signs exactly what the API returns (GET /v1/takes/{id} `to_sign`), and POSTs
- *      the signatures; the service settles each fill: lock → pay → claim (into the taker's margin) → claimPayment.
+ *      from one venue to the other. v1: signs exactly what the API returns (GET /v1/takes/{id} `to_sign`) and
+ *      POSTs the signatures; the service settles each fill: lock → pay → claim → claimPayment. v2
+ *      (infra/demo/DemoTakerV2.ts, src/Client/TakerFlow.ts): gives a fresh pay key for the transfer's take,
+ *      checks every item before the wallet signs, and once the locks are final on its own endpoint the pay key
+ *      authorises payment; the service relays lock → payTake → (the maker's claimPayment) → claim.
  *   4. Both parties' balances before and after, on both venues (wallet, escrow, simulated venue margin).
  *
  * The keys are anvil's public test keys (TEST ONLY). Exit 0 once the transfer settled; 1 on a failed step; 2 when no
@@ -23,6 +27,7 @@ import { api, DemoStepFailed, linkAccount, signIn } from "./DemoApi.ts"
 import { type Party, renderBalances, snapshot, units } from "./DemoBalances.ts"
 import { DevnetNotRunning, findDevnet } from "./DemoDevnet.ts"
 import { Progress, step } from "./DemoLog.ts"
+import { authorizeWhenFinal, startTransferTakeV2 } from "./DemoTakerV2.ts"
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const MAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4] as Hex)
@@ -101,11 +106,14 @@ const main = async () => {
     throw new DemoStepFailed(`DEMO_FROM/DEMO_TO must be two of ${devnet.venues.map((v) => v.id).join(", ")}`)
   }
   const timeout = Number(process.env.DEMO_TIMEOUT_SECONDS || 300)
+  // New orders and takes go to the v2 escrows when the devnet says so (and both venues have one).
+  const v2 =
+    devnet.settlement.escrow_version === 2 && fromVenue.escrow_v2 !== undefined && toVenue.escrow_v2 !== undefined
   const amountIn = BigInt(process.env.DEMO_AMOUNT || 25_000_000)
   const id = runId()
   const fmtIn = (x: bigint | string) => `${units(BigInt(x), fromVenue.decimals)} ${fromVenue.symbol}@${from}`
   const fmtOut = (x: bigint | string) => `${units(BigInt(x), toVenue.decimals)} ${toVenue.symbol}@${to}`
-  step(`Devnet API ${devnet.apiUrl}; demo run ${id}: ${fmtIn(amountIn)} → ${to}`)
+  step(`Devnet API ${devnet.apiUrl}; demo run ${id}: ${fmtIn(amountIn)} → ${to} on settlement v${v2 ? 2 : 1}`)
 
   // ---------------------------------------------------------------- the maker: an escrow order on `to`
   step(`Maker ${MAKER.address} (anvil #4) signs in`)
@@ -154,7 +162,7 @@ const main = async () => {
     ),
   )
   const orderId = created.order.id as Hex
-  const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]) }
+  const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]), v2 }
   const taker: Party = { name: "taker", address: TAKER.address, orders: new Map() }
   const before = await snapshot(devnet.venues, [maker, taker])
   step(
@@ -181,12 +189,27 @@ const main = async () => {
   // spread); fills of at least 0.1 unit out (min_fill ≤ supply); half the order per quote set.
   const quote = `${from}:${MAKER.address}:999000:1000000:100000`
   step(`Maker client: npm run maker -- --order ${orderId.slice(0, 10)}… --venue ${to} --quote ${quote}`)
+  // v2: the escrows and endpoints this maker reviewed (the devnet's own config, never the API); reveals are sent
+  // by the quotes' recipient (the maker's account, which holds gas on both chains).
+  const v2Args = v2
+    ? [
+        ...["--owner", MAKER.address],
+        ...[fromVenue, toVenue].flatMap((v) => ["--escrow-v2", `${v.id}=${v.escrow_v2!.address}`]),
+        ...[fromVenue, toVenue].flatMap((v) => ["--rpc", `${v.id}=${v.rpc_urls[0]}`]),
+        ...[fromVenue, toVenue].flatMap((v) => ["--from-block", `${v.id}=${v.escrow_v2!.deployment_block}`]),
+      ]
+    : []
   const bot = startMakerClient(
     [
       ...["--api", devnet.apiUrl, "--identity", identity.id, "--order", orderId, "--venue", to],
       ...["--quote", quote, "--quote-size", (orderAmount / 2n).toString(), "--validity", "180"],
+      ...v2Args,
     ],
-    { MAKER_CREDENTIAL: credential.token, MAKER_SIGNER_KEY: signerKey },
+    {
+      MAKER_CREDENTIAL: credential.token,
+      MAKER_SIGNER_KEY: signerKey,
+      ...(v2 ? { MAKER_PAYEE_KEY: ANVIL_PRIVATE_KEYS[4] as string } : {}),
+    },
   )
   try {
     await Promise.race([
@@ -229,40 +252,72 @@ const main = async () => {
       ),
     )
     step(`  transfer intent ${transfer.id}: ${fmtIn(amountIn)} → at least ${fmtOut(minOut)} into margin on ${to}`)
-    const withTake = await until(
-      "  waiting for the take (a withdrawal first when the wallet lacks amount_in)",
-      timeout,
-      async () => {
-        const page = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
-        return (page.items as Array<{ id: string; take_id: string | null; withdrawal: { state: string } | null }>).find(
-          (t) => t.id === transfer.id,
-        )!
-      },
-      (t) => t.take_id !== null,
-      (t) => (t.take_id === null ? `withdrawal ${t.withdrawal?.state ?? "preparing"}` : `take ${t.take_id}`),
-    )
-    const takeId = withTake.take_id as string
-    const { take, to_sign } = await a.expect(
-      "read take",
-      [200],
-      a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken),
-    )
-    step(`  take ${takeId}: ${take.fills.length} fill(s), ${fmtIn(take.total_in)} → ${fmtOut(take.total_out)}`)
-    let permit: Hex | undefined
-    const fills: Array<{ fill_id: string; signature: Hex }> = []
-    for (const item of to_sign as Array<{ kind: string; signer: string; fill_id?: string; typed_data: never }>) {
-      if (getAddress(item.signer) !== TAKER.address) throw new DemoStepFailed(`a sign item for ${item.signer}`)
-      const signature = await TAKER.signTypedData(item.typed_data)
-      if (item.kind === "permit") permit = signature
-      else fills.push({ fill_id: item.fill_id!, signature })
-      step(`  signed ${item.kind}${item.fill_id === undefined ? "" : ` of fill ${item.fill_id}`}`)
+    /** v1: signs exactly what the API returns and submits it. */
+    const signTakeV1 = async (takeId: string) => {
+      const { take, to_sign } = await a.expect(
+        "read take",
+        [200],
+        a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken),
+      )
+      step(`  take ${takeId}: ${take.fills.length} fill(s), ${fmtIn(take.total_in)} → ${fmtOut(take.total_out)}`)
+      let permit: Hex | undefined
+      const fills: Array<{ fill_id: string; signature: Hex }> = []
+      for (const item of to_sign as Array<{ kind: string; signer: string; fill_id?: string; typed_data: never }>) {
+        if (getAddress(item.signer) !== TAKER.address) throw new DemoStepFailed(`a sign item for ${item.signer}`)
+        const signature = await TAKER.signTypedData(item.typed_data)
+        if (item.kind === "permit") permit = signature
+        else fills.push({ fill_id: item.fill_id!, signature })
+        step(`  signed ${item.kind}${item.fill_id === undefined ? "" : ` of fill ${item.fill_id}`}`)
+      }
+      await a.expect(
+        "submit signatures",
+        [200],
+        a.call("POST", `/v1/takes/${takeId}/signatures`, { permit, fills }, takerToken),
+      )
     }
-    await a.expect(
-      "submit signatures",
-      [200],
-      a.call("POST", `/v1/takes/${takeId}/signatures`, { permit, fills }, takerToken),
+    const waitForTake = () =>
+      until(
+        "  waiting for the take (a withdrawal first when the wallet lacks amount_in)",
+        timeout,
+        async () => {
+          const page = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
+          return (
+            page.items as Array<{ id: string; take_id: string | null; withdrawal: { state: string } | null }>
+          ).find((t) => t.id === transfer.id)!
+        },
+        (t) => t.take_id !== null,
+        (t) => (t.take_id === null ? `withdrawal ${t.withdrawal?.state ?? "preparing"}` : `take ${t.take_id}`),
+      ).then((t) => t.take_id as string)
+    let authorize: (() => Promise<boolean>) | undefined
+    let takeId: string
+    if (v2) {
+      const authorizeOnce = authorizeWhenFinal(toVenue)
+      const { api: takerApi, handle } = await startTransferTakeV2({
+        a,
+        token: takerToken,
+        taker: TAKER,
+        transfer,
+        from: fromVenue,
+        to: toVenue,
+        amountIn,
+        minOut,
+        maxParts: 2,
+        claimWindowSeconds: devnet.settlement.claim_window_seconds,
+        payByMaxSeconds: devnet.settlement.pay_by_max_seconds,
+        waitForTake,
+      })
+      takeId = handle.takeId
+      step(`  take ${takeId}: ${handle.take.fills.length} fill(s), every item checked before signing`)
+      authorize = () => authorizeOnce(takerApi, handle)
+    } else {
+      takeId = await waitForTake()
+      await signTakeV1(takeId)
+    }
+    step(
+      v2
+        ? "  signatures accepted: the service locks each fill; the pay key authorises payment once the locks are final"
+        : "  signatures accepted: the service settles each fill (lock → pay → claim → claimPayment)",
     )
-    step("  signatures accepted: the service settles each fill (lock → pay → claim → claimPayment)")
     const seen = new Set<string>()
     const settled = await until(
       "  settling (each step waits for finality)",
@@ -272,6 +327,10 @@ const main = async () => {
           .take as {
           final: boolean
           fills: Array<{ fill_id: string; state: string; final: boolean; transactions: Array<Record<string, string>> }>
+        }
+        if (authorize !== undefined && (await authorize())) {
+          authorize = undefined
+          step("  locks final on the taker's own endpoint: the pay key signed PayTake (payTake follows)")
         }
         for (const f of t.fills) {
           for (const tx of f.transactions) {

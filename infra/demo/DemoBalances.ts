@@ -2,7 +2,7 @@
 // venue's chain), the escrow (what the party's maker orders hold there, available + locked), and the margin the
 // venue's simulator credits them (every book). Printed as a table before and after the transfer.
 import { type Address, createPublicClient, defineChain, type Hex, http } from "viem"
-import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
+import { mockUSDCAbi, settlementEscrowAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import type { DemoVenue } from "./DemoDevnet.ts"
 
 export interface Party {
@@ -10,6 +10,8 @@ export interface Party {
   readonly address: Address
   /** Escrow orders of this party, per venue id. */
   readonly orders: Map<string, Array<Hex>>
+  /** The orders are on the venues' v2 escrows (keyed by owner = `address` and id). */
+  readonly v2?: boolean
 }
 
 export interface Holding {
@@ -54,12 +56,21 @@ export const holdingOf = async (v: DemoVenue, p: Party): Promise<Holding> => {
   })
   let escrow = 0n
   for (const orderId of p.orders.get(v.id) ?? []) {
-    const order = (await client.readContract({
-      address: v.escrow,
-      abi: settlementEscrowAbi,
-      functionName: "getOrder",
-      args: [orderId],
-    })) as { available: bigint; locked: bigint }
+    const order = (
+      p.v2 === true && v.escrow_v2 !== undefined
+        ? await client.readContract({
+            address: v.escrow_v2.address,
+            abi: settlementEscrowV2Abi,
+            functionName: "getOrder",
+            args: [p.address, orderId],
+          })
+        : await client.readContract({
+            address: v.escrow,
+            abi: settlementEscrowAbi,
+            functionName: "getOrder",
+            args: [orderId],
+          })
+    ) as { available: bigint; locked: bigint }
     escrow += order.available + order.locked
   }
   return { wallet, escrow, margin: await marginOf(v, p.address) }

@@ -14,13 +14,24 @@ export interface DemoVenue {
   readonly decimals: number
   readonly symbol: string
   readonly escrow: Address
+  /** The venue's SettlementEscrowV2, when the devnet deployed one. */
+  readonly escrow_v2?: { readonly address: Address; readonly deployment_block: number }
   /** The venue simulator (its /_control answers margin balances); absent when the devnet runs without one. */
   readonly api_url?: string
+}
+
+/** The config's `settlement` fields the demo's clients use (defaults as the service's when absent). */
+export interface DemoSettlement {
+  /** The escrow new orders and takes use: 2 = every venue's `escrow_v2`. */
+  readonly escrow_version: 1 | 2
+  readonly claim_window_seconds: number
+  readonly pay_by_max_seconds: number
 }
 
 export interface DemoDevnet {
   readonly apiUrl: string
   readonly venues: ReadonlyArray<DemoVenue>
+  readonly settlement: DemoSettlement
 }
 
 export class DevnetNotRunning extends Error {}
@@ -33,7 +44,10 @@ export const findDevnet = async (env: NodeJS.ProcessEnv = process.env): Promise<
   const configFile = join(dataDir, "devnet-config.json")
   const lockFile = join(dataDir, "devnet.lock")
   if (!existsSync(configFile)) throw new DevnetNotRunning(`no devnet config at ${configFile}: ${HOW}`)
-  const config = JSON.parse(readFileSync(configFile, "utf8")) as { venues: ReadonlyArray<DemoVenue> }
+  const config = JSON.parse(readFileSync(configFile, "utf8")) as {
+    venues: ReadonlyArray<DemoVenue>
+    settlement?: Partial<DemoSettlement>
+  }
   const lock = existsSync(lockFile) ? (JSON.parse(readFileSync(lockFile, "utf8")) as { api_url?: string }) : {}
   const apiUrl = (env.DEMO_API_URL || lock.api_url || "").replace(/\/$/, "")
   if (apiUrl === "") throw new DevnetNotRunning(`the devnet in ${dataDir} is not running (no devnet.lock): ${HOW}`)
@@ -44,5 +58,10 @@ export const findDevnet = async (env: NodeJS.ProcessEnv = process.env): Promise<
     const why = e instanceof Error ? e.message : String(e)
     throw new DevnetNotRunning(`the devnet API ${apiUrl} does not answer (${why}): ${HOW}`)
   }
-  return { apiUrl, venues: config.venues }
+  const settlement: DemoSettlement = {
+    escrow_version: config.settlement?.escrow_version ?? 1,
+    claim_window_seconds: config.settlement?.claim_window_seconds ?? 600,
+    pay_by_max_seconds: config.settlement?.pay_by_max_seconds ?? 120,
+  }
+  return { apiUrl, venues: config.venues, settlement }
 }

@@ -21,13 +21,15 @@ export interface RunningChain {
  */
 /**
  * The `settlement` v2 values: the deployed v2 escrows' immutables (every chain is deployed with the same ones,
- * DEVNET_TIMING_V2). Omitted when no v2 escrow is deployed (the config's defaults are the same numbers).
+ * DEVNET_TIMING_V2), and `escrow_version: 2` so the devnet's new orders, takes and transfers settle on v2. Omitted
+ * when no v2 escrow is deployed (then everything stays on v1).
  */
 const settlementV2Of = (chains: ReadonlyArray<RunningChain>) => {
   const t = chains.find((c) => c.deployment.escrowV2Timing !== undefined)?.deployment.escrowV2Timing
   if (t === undefined) return {}
   return {
     settlement: {
+      escrow_version: 2,
       max_lock_seconds: t.maxLockSeconds,
       pay_by_max_seconds: t.payByMaxSeconds,
       claim_window_seconds: t.claimWindowSeconds,

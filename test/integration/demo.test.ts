@@ -1,6 +1,9 @@
 // `npm run demo` end to end: the real devnet (`npm start` without configuration, a temporary data dir, free
 // ports) and the demo script against it, to completion: exit 0, every step printed, the transfer settled and
 // both parties' balances on both venues at the end. Without a devnet the demo exits 2 and says how to start one.
+// The devnet configures new orders on settlement v2: the transfer's take gets the taker client's pay key on its
+// take route, the taker's typed flow checks before signing and authorises payment once the locks are final on its
+// own endpoint, and the maker client reveals by its own claimPayment.
 import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DevnetProcess, freeTcpPort, makeDataDir, REPO_ROOT, spawnDevnet } from "../support/DevnetProcess.ts"
@@ -52,19 +55,32 @@ describe("npm run demo", () => {
     }
   }, 70_000)
 
-  it("a maker quotes, a taker's transfer intent settles, balances before and after on both venues", async () => {
+  it("a maker quotes, a taker's transfer intent settles on v2, balances before and after on both venues", async () => {
     const { code, output } = await runDemo({ DEVNET_DATA_DIR: dir.dataDir, DEMO_TIMEOUT_SECONDS: "150" }, 200_000)
     expect(code, output).toBe(0)
+    // The per-step waits as the demo logged them (the last progress line of each wait), for the run's record.
+    console.log(
+      output
+        .split("\n")
+        .filter((l) => /\(\d+ s\)$/.test(l))
+        .join("\n"),
+    )
     for (const step of [
+      "on settlement v2",
       "order funded",
       "[maker client] published quote set",
       "linked on hyperliquid",
       "linked on aster",
       "transfer intent",
+      "pay key 0x",
       "signed permit",
       "signed margin_move",
       "signatures accepted",
-      "claimPayment on chain 999: final",
+      "lock on chain 42161: final",
+      "locks final on the taker's own endpoint: the pay key signed PayTake",
+      "pay on chain 999: final",
+      "[maker client] reveal loop: reveal: claimPayment",
+      "claim on chain 42161: final",
       "take_final true",
       "Balances before → after",
       "Done.",

@@ -179,7 +179,9 @@ describe("devnet service config", () => {
       { address: `0x${"6".repeat(40)}`, deployment_block: 6 },
       { address: `0x${"6".repeat(40)}`, deployment_block: 6 },
     ])
+    // New orders, takes and transfers on the devnet settle on v2.
     expect(config.settlement).toEqual({
+      escrow_version: 2,
       max_lock_seconds: 7200,
       pay_by_max_seconds: 120,
       claim_window_seconds: 600,
