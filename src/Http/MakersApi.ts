@@ -25,6 +25,17 @@ export const QuoteIdentity = Schema.Struct({
   lease_expires_at: Timestamp,
   cancel_epoch: Schema.String,
   revoked: Schema.Boolean,
+  fade: Schema.Struct({
+    chances: Schema.Int,
+    fades: Schema.Int,
+    flagged_at: Schema.NullOr(Timestamp),
+    window_started_at: Schema.NullOr(Timestamp),
+  }).annotations({
+    description:
+      "Settlement v2's fade record of the current window (since window_started_at; null = since the identity " +
+      "began): chances (payments final on its live lock with time to reveal) and fades (such payments never " +
+      "claimed). flagged_at set: the identity is not routed to until its owner resumes it.",
+  }),
 }).annotations({ identifier: "QuoteIdentity" })
 
 export const Credential = Schema.Struct({
@@ -81,6 +92,21 @@ export class MakersApi extends HttpApiGroup.make("makers")
       .addSuccess(QuoteIdentity)
       .addError(Forbidden)
       .addError(NotFound),
+  )
+  .add(
+    HttpApiEndpoint.post("resumeIdentity", "/v1/quote-identities/:id/resume")
+      .setPath(Schema.Struct({ id: Uuid }))
+      .addSuccess(QuoteIdentity)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(StateConflict)
+      .annotate(
+        OpenApi.Description,
+        "Settlement v2: the owner's action on a fade flag (master session only; a credential gets 403). Clears " +
+          "fade.flagged_at, so the router quotes the identity again, and starts a new counting window: only fills " +
+          "whose chance comes after it count toward the next flag. Journals quote_identity.fade_resumed. An " +
+          "identity that is not flagged is answered unchanged; a revoked one is 409 STATE_CONFLICT.",
+      ),
   )
   .add(
     HttpApiEndpoint.post("createCredential", "/v1/credentials")

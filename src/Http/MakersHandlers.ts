@@ -12,8 +12,10 @@ import {
   insertCredentialIdentity,
   type QuoteIdentityRow,
   renewLease,
+  resumeFadedIdentity,
   revokeCredentialAndIdentity,
 } from "../Store/QuoteIdentities.ts"
+import { identityFades } from "../Store/SettlementV2.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
 import { apiError, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
@@ -21,7 +23,17 @@ import { requireScope, requireSession } from "./Guards.ts"
 import { LeaseCaller } from "./LeaseAuthentication.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
-export const toQuoteIdentity = (row: QuoteIdentityRow) => ({
+/** Settlement v2's fade record of the identity's current window (src/Store/SettlementV2.ts identityFades). */
+type FadeRecord = {
+  readonly chances: number
+  readonly fades: number
+  readonly flagged_at: Date | null
+  readonly window_started_at: Date | null
+}
+/** An identity with no settlement v2 evidence yet (a new identity). */
+const NO_FADES: FadeRecord = { chances: 0, fades: 0, flagged_at: null, window_started_at: null }
+
+export const toQuoteIdentity = (row: QuoteIdentityRow, fade: FadeRecord = NO_FADES) => ({
   id: row.id,
   signer: row.signer,
   kind: row.kind,
@@ -29,7 +41,17 @@ export const toQuoteIdentity = (row: QuoteIdentityRow) => ({
   lease_expires_at: row.lease_expires_at.toISOString(),
   cancel_epoch: row.cancel_epoch,
   revoked: row.revoked_at !== null,
+  fade: {
+    chances: fade.chances,
+    fades: fade.fades,
+    flagged_at: fade.flagged_at?.toISOString() ?? null,
+    window_started_at: fade.window_started_at?.toISOString() ?? null,
+  },
 })
+
+/** The identity's view with its current fade record (settlement v2). */
+const identityView = (row: QuoteIdentityRow) =>
+  Effect.map(identityFades(row.id).pipe(Effect.orDie), (fade) => toQuoteIdentity(row, fade ?? NO_FADES))
 
 const toCredential = (row: CredentialRow) => ({
   id: row.id,
@@ -98,7 +120,20 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
         }),
       )
       .handle("getIdentity", ({ path }) =>
-        Effect.zipRight(snapshotCursor, Effect.map(visibleIdentity(path.id), toQuoteIdentity)),
+        Effect.zipRight(snapshotCursor, Effect.flatMap(visibleIdentity(path.id), identityView)),
+      )
+      .handle("resumeIdentity", ({ path }) =>
+        Effect.gen(function* () {
+          // The owner's master session only: a credential (even this identity's own) never clears its flag.
+          const session = yield* requireSession
+          const id = path.id.toLowerCase()
+          const outcome = yield* resumeFadedIdentity({ id, master: session.master }).pipe(Effect.orDie)
+          if (outcome._tag === "NotFound") return yield* apiError(NotFound, "no such quote identity")
+          if (outcome._tag === "Revoked") return yield* apiError(StateConflict, "this quote identity is revoked")
+          const row = yield* findQuoteIdentity(id).pipe(Effect.orDie)
+          if (Option.isNone(row)) return yield* apiError(NotFound, "no such quote identity")
+          return yield* identityView(row.value)
+        }),
       )
       .handle("renewLease", ({ path, payload }) =>
         Effect.gen(function* () {

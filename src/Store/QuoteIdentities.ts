@@ -2,6 +2,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { appendJournal } from "./Journal.ts"
 import { takeTokenStatement } from "./RateLimiter.ts"
+import { identityFades } from "./SettlementV2.ts"
 
 export interface QuoteIdentityRow {
   readonly id: string
@@ -205,6 +206,53 @@ export const expireLeases = (nowMs: number) =>
           })
         }
         return expired.length
+      }),
+    ),
+  )
+
+export type ResumeOutcome =
+  | { readonly _tag: "Resumed" }
+  /** Not flagged: nothing changed (a retry after a lost answer lands here). */
+  | { readonly _tag: "NotFlagged" }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "Revoked" }
+
+/**
+ * The owner's action on a fade flag (DESIGN §10: "not routed to until its owner acts"; settlement v2): clears
+ * `fade_flagged_at` and starts a new counting window (`fade_window_started_at = now()`, migration 0028), so the fades
+ * that raised the flag are not counted again and the identity is flagged anew only on fades of fills whose chance
+ * comes after this. One transaction with `quote_identity.fade_resumed` (the closed window's counts). The row is
+ * locked first: settlement's flagging (src/Store/SettlementV2.ts flagIfFading) locks it too, so the two serialise.
+ * `master` restricts it to the owner's identities; a revoked identity is never resumed.
+ */
+export const resumeFadedIdentity = (p: { readonly id: string; readonly master: string }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const [row] = yield* sql<{ revoked: boolean; flagged_at: Date | null }>`
+          select revoked_at is not null as revoked, fade_flagged_at as flagged_at from quote_identities
+          where id = ${p.id}::uuid and master = ${p.master} for update`
+        if (row === undefined) return { _tag: "NotFound" } as ResumeOutcome
+        if (row.revoked) return { _tag: "Revoked" } as ResumeOutcome
+        if (row.flagged_at === null) return { _tag: "NotFlagged" } as ResumeOutcome
+        const closed = yield* identityFades(p.id)
+        const [resumed] = yield* sql<{ window_started_at: Date }>`
+          update quote_identities set fade_flagged_at = null, fade_window_started_at = now()
+          where id = ${p.id}::uuid
+          returning fade_window_started_at as window_started_at`
+        if (resumed === undefined) return { _tag: "NotFound" } as ResumeOutcome
+        yield* appendJournal({
+          kind: "quote_identity.fade_resumed",
+          master: p.master,
+          payload: {
+            identity_id: p.id,
+            flagged_at: row.flagged_at.toISOString(),
+            chances: closed?.chances ?? 0,
+            fades: closed?.fades ?? 0,
+            window_started_at: resumed.window_started_at.toISOString(),
+          },
+        })
+        return { _tag: "Resumed" } as ResumeOutcome
       }),
     ),
   )

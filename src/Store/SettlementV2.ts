@@ -185,24 +185,64 @@ export const finishFillV2 = (
             where exists (select 1 from settlement_v2_marks where fill_id = ${f.id}::uuid and kind = 'chance')
             on conflict do nothing
             returning fill_id`
-          const record = faded.length > 0 ? yield* identityFades(f.identity_id) : null
-          if (record !== null && fadeFlagged(record.fades, record.chances, policy)) {
-            yield* sql`update quote_identities set fade_flagged_at = now()
-              where id = ${f.identity_id}::uuid and fade_flagged_at is null`
-          }
+          if (faded.length > 0) yield* flagIfFading(f.identity_id, policy)
         }
         return true
       }),
     ),
   )
 
-/** A maker identity's fade record (for the router and operators): chances, fades, and whether it is flagged. */
+/**
+ * Flags the identity when its current window's record crosses the policy (inside the caller's transaction), with
+ * `quote_identity.fade_flagged` for its master. The row is locked first, so an owner's resume
+ * (src/Store/QuoteIdentities.ts resumeFadedIdentity) either precedes the count (a new window) or waits for it.
+ */
+export const flagIfFading = (identityId: string, policy: FadePolicy) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`select 1 from quote_identities where id = ${identityId}::uuid for update`
+    const record = yield* identityFades(identityId)
+    if (record === null || record.flagged || !fadeFlagged(record.fades, record.chances, policy)) return false
+    const [row] = yield* sql<{ master: string; flagged_at: Date }>`
+      update quote_identities set fade_flagged_at = now()
+      where id = ${identityId}::uuid and fade_flagged_at is null
+      returning master, fade_flagged_at as flagged_at`
+    if (row === undefined) return false
+    yield* appendJournal({
+      kind: "quote_identity.fade_flagged",
+      master: row.master,
+      payload: {
+        identity_id: identityId,
+        chances: record.chances,
+        fades: record.fades,
+        flagged_at: row.flagged_at.toISOString(),
+      },
+    })
+    return true
+  })
+
+/**
+ * A maker identity's fade record (for the router, operators and the identity's view): chances and fades of its
+ * current window (migration 0028: fills whose chance was recorded at or after `fade_window_started_at`, all when
+ * null; a fill's fade counts in the window of its chance), and the flag.
+ */
 export const identityFades = (identityId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ chances: number; fades: number; flagged: boolean }>`
-      select (select count(*)::int from settlement_v2_marks where identity_id = q.id and kind = 'chance') as chances,
-             (select count(*)::int from settlement_v2_marks where identity_id = q.id and kind = 'fade') as fades,
-             q.fade_flagged_at is not null as flagged
+    sql<{
+      chances: number
+      fades: number
+      flagged: boolean
+      flagged_at: Date | null
+      window_started_at: Date | null
+    }>`
+      select (select count(*)::int from settlement_v2_marks c where c.identity_id = q.id and c.kind = 'chance'
+                and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as chances,
+             (select count(*)::int from settlement_v2_marks f
+                join settlement_v2_marks c on c.fill_id = f.fill_id and c.kind = 'chance'
+                where f.identity_id = q.id and f.kind = 'fade'
+                  and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as fades,
+             q.fade_flagged_at is not null as flagged, q.fade_flagged_at as flagged_at,
+             q.fade_window_started_at as window_started_at
       from quote_identities q where q.id = ${identityId}::uuid`.pipe(Effect.map((rows) => rows[0] ?? null)),
   )
 

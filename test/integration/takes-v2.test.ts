@@ -27,14 +27,17 @@ import {
   quoteSetV2AbiArg,
   quoteSetV2TypedData,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { fadeFlagged } from "../../src/Domain/FadePolicy.ts"
 import { deriveHashlockSet, secretKeyOf, verifyHashlockProof } from "../../src/Domain/Hashlocks.ts"
 import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { chainStatus } from "../../src/Store/ChainIndex.ts"
 import { v2Cursor } from "../../src/Store/EscrowIndexV2.ts"
+import { flagIfFading } from "../../src/Store/SettlementV2.ts"
 import { account, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
+import { issueCredential } from "../support/Makers.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
@@ -743,5 +746,136 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
       }
       expect(yield* snapshot(id)).toEqual(before)
     }),
+  )
+
+  it.effect(
+    "a fade flag set by evidence stops routing; the owner's session resumes it (new window); others cannot",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sql = yield* SqlClient.SqlClient
+        const { deployment } = yield* AppConfig
+        const policy = {
+          maxFadeRate: deployment.settlement.max_fade_rate,
+          minChances: deployment.settlement.fade_min_chances,
+        }
+        const faded = yield* v2Maker({ amount: 10_000_000n, count: 4 })
+        const good = yield* v2Maker({ amount: 10_000_000n, count: 4 })
+        yield* catchUp("hyperliquid")
+        yield* only([faded.orderId, good.orderId])
+        const [order] = yield* sql<{ id: string }>`select quote_identity_id::text as id from orders
+        where id = ${faded.orderId}`
+        const identityId = order!.id
+        const routedTo = Effect.map(
+          post(`${base}/v1/takes/preview`, { from: "aster", to: "hyperliquid", amount_in: "12000000" }),
+          (res) => (res.json as { fills: Array<{ order_id: string }> }).fills.map((f) => f.order_id).sort(),
+        )
+        const both = [faded.orderId, good.orderId].sort()
+        expect(yield* routedTo).toEqual(both)
+
+        // Evidence as settlement records it (a chance, then its fill's fade), judged by the store's rule: the fewest
+        // fades that cross the configured rate flag the identity, one fewer does not.
+        let k = 1
+        while (!fadeFlagged(k, k, policy)) k++
+        const evidence = (n: number) =>
+          Effect.forEach(Array.from({ length: n }), () =>
+            Effect.gen(function* () {
+              const fill = crypto.randomUUID()
+              for (const kind of ["chance", "fade"]) {
+                yield* sql`insert into settlement_v2_marks (fill_id, kind, identity_id, master)
+                values (${fill}::uuid, ${kind}, ${identityId}::uuid, ${faded.owner.address.toLowerCase()})`
+              }
+            }),
+          )
+        const judge = sql.withTransaction(flagIfFading(identityId, policy))
+        yield* evidence(k - 1)
+        expect(yield* judge).toBe(false)
+        yield* evidence(1)
+        expect(yield* judge).toBe(true)
+        expect(yield* routedTo).toEqual([good.orderId])
+
+        const ownerToken = yield* signIn(base, faded.owner)
+        const view = (token: string) =>
+          Effect.map(
+            rawRequest(`${base}/v1/quote-identities/${identityId}`, { headers: bearer(token) }),
+            (res) => (res.json as { fade: Record<string, unknown> }).fade,
+          )
+        const flagged = yield* view(ownerToken)
+        expect(flagged).toMatchObject({ chances: k, fades: k, window_started_at: null })
+        expect(typeof flagged.flagged_at).toBe("string")
+        const journaled = (kind: string) =>
+          sql<{ payload: Record<string, unknown> }>`select payload from journal
+          where kind = ${kind} and payload->>'identity_id' = ${identityId} order by id`
+        expect((yield* journaled("quote_identity.fade_flagged")).map((r) => r.payload)).toEqual([
+          { identity_id: identityId, chances: k, fades: k, flagged_at: flagged.flagged_at },
+        ])
+
+        // Not the owner's session: each answers its envelope and changes nothing.
+        const state = sql`select fade_flagged_at, fade_window_started_at from quote_identities
+        where id = ${identityId}::uuid`
+        const before = { state: yield* state, resumed: yield* journaled("quote_identity.fade_resumed") }
+        const resume = (id: string, headers: Record<string, string>) =>
+          rawRequest(`${base}/v1/quote-identities/${id}/resume`, { method: "POST", headers })
+        const credential = yield* issueCredential(base, ownerToken, identityId, ["quote", "read"])
+        const stranger = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+        const refusals: Array<[RawResponse, number, string]> = [
+          [yield* resume(identityId, bearer(credential.token)), 403, "FORBIDDEN"],
+          [yield* resume(identityId, bearer(stranger)), 404, "NOT_FOUND"],
+          [yield* resume(identityId, {}), 401, "UNAUTHORIZED"],
+          [yield* resume(identityId, bearer(`mk_${"Z".repeat(43)}`)), 401, "UNAUTHORIZED"],
+          [yield* resume("not-a-uuid", bearer(ownerToken)), 400, "INVALID_REQUEST"],
+          [yield* resume(`${identityId}x`, bearer(ownerToken)), 400, "INVALID_REQUEST"],
+          [yield* resume(crypto.randomUUID(), bearer(ownerToken)), 404, "NOT_FOUND"],
+        ]
+        for (const [res, status, c] of refusals) expect([res.status, code(res)], res.text).toEqual([status, c])
+        expect({ state: yield* state, resumed: yield* journaled("quote_identity.fade_resumed") }).toEqual(before)
+        expect(yield* routedTo).toEqual([good.orderId])
+
+        // The owner resumes: routed again, a new window (no counts), one journal row with the closed window's counts.
+        const resumed = yield* resume(identityId, bearer(ownerToken))
+        expect(resumed.status, resumed.text).toBe(200)
+        const fade = (resumed.json as { fade: { flagged_at: string | null; window_started_at: string | null } }).fade
+        expect(fade).toMatchObject({ chances: 0, fades: 0, flagged_at: null })
+        expect(typeof fade.window_started_at).toBe("string")
+        expect(yield* view(ownerToken)).toEqual(fade)
+        expect((yield* journaled("quote_identity.fade_resumed")).map((r) => r.payload)).toEqual([
+          {
+            identity_id: identityId,
+            flagged_at: flagged.flagged_at,
+            chances: k,
+            fades: k,
+            window_started_at: fade.window_started_at,
+          },
+        ])
+        expect(yield* routedTo).toEqual(both)
+        // A retry (lost answer) is answered unchanged: same window, no second row.
+        const again = yield* resume(identityId, bearer(ownerToken))
+        expect([again.status, (again.json as { fade: unknown }).fade]).toEqual([200, fade])
+        expect((yield* journaled("quote_identity.fade_resumed")).length).toBe(1)
+
+        // The old fades do not flag it again; fades of fills whose chance comes after the resume do.
+        expect(yield* judge).toBe(false)
+        yield* evidence(k - 1)
+        expect(yield* judge).toBe(false)
+        yield* evidence(1)
+        expect(yield* judge).toBe(true)
+        expect(yield* view(ownerToken)).toMatchObject({
+          chances: k,
+          fades: k,
+          window_started_at: fade.window_started_at,
+        })
+        expect(yield* routedTo).toEqual([good.orderId])
+
+        // A revoked identity is never resumed (409), its flag kept.
+        const revoked = yield* rawRequest(`${base}/v1/credentials/${credential.id}`, {
+          method: "DELETE",
+          headers: bearer(ownerToken),
+        })
+        expect(revoked.status, revoked.text).toBe(200)
+        const kept = yield* state
+        const refused = yield* resume(identityId, bearer(ownerToken))
+        expect([refused.status, code(refused)]).toEqual([409, "STATE_CONFLICT"])
+        expect(yield* state).toEqual(kept)
+      }),
   )
 })
