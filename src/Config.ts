@@ -218,9 +218,10 @@ export class SettlementTimings extends Schema.Class<SettlementTimings>("Settleme
   /**
    * The escrow new orders are funded on (orders.escrow_version, migration 0019): 2 = the venue's `escrow_v2`
    * (settlement v2, where the maker holds each fill's secret), 1 = its v1 `escrow`. A venue without `escrow_v2`
-   * funds on v1 whatever this says. v1 orders only drain once this is 2.
+   * funds on v1 whatever this says. v1 orders only drain once this is 2. Default 2 since the whole v2 path runs
+   * (orders, quotes, takes, transfers, settlement, the maker's reveal); set 1 to keep new orders on v1.
    */
-  escrow_version: Schema.optionalWith(Schema.Literal(1, 2), { default: () => 1 as const }),
+  escrow_version: Schema.optionalWith(Schema.Literal(1, 2), { default: () => 2 as const }),
   /**
    * Settlement v2 fades (src/Store/SettlementV2.ts, migration 0020): a maker identity is flagged not routable once its
    * fades (payments final with reveal_cutoff left on a live lock, never claimed) exceed max_fade_rate × max(its
