@@ -228,6 +228,18 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
         payer: payer.address,
       })
       expect((yield* journalOf(t.id)).map((j) => j.kind)).toEqual(["transfer.created", "transfer.take_created"])
+      // A v1 intent's take names no pay key: the v2 pay-key route refuses it (400), nothing changed.
+      const countsBeforeKey = yield* counts
+      const keyed = yield* rawRequest(`${base}/v1/transfers/${t.id}/take/pay-key`, {
+        method: "PUT",
+        headers: { "content-type": "application/json", ...bearer(payer.token) },
+        body: JSON.stringify({ pay_key: fresh().address }),
+      })
+      expect([keyed.status, code(keyed)], keyed.text).toEqual([400, "INVALID_REQUEST"])
+      expect(yield* counts).toEqual(countsBeforeKey)
+      const [v1Row] = yield* sql<{ pay_key: string | null; take_version: number }>`
+        select pay_key, take_version::int as take_version from transfers where id = ${t.id}::uuid`
+      expect(v1Row).toEqual({ pay_key: null, take_version: 1 })
       // The client signs the take from GET /v1/takes/{id}: one permit for the payment, one margin_move per fill.
       const takeRes = yield* get(`${base}/v1/takes/${t.take_id}`, payer.token)
       expect(takeRes.status, takeRes.text).toBe(200)
