@@ -11,13 +11,20 @@ import type { CandidateQuery, QuoteCandidateRow } from "./QuoteCandidates.ts"
  *   Σ amountOut of open v2 fills whose lock the v2 index does not hold yet (by fill digest);
  * - a set's used is Σ amountOut of its v2 fills whose indexed lock is `locked` or `claimed` (the escrow's
  *   `filledOut`), or that are live reservations without an indexed lock;
- * - a set takes one fill per hashlock index, an index is reserved once ever (fills_hashlock_index), so a set whose
- *   next index (max reserved + 1) reached `hashlock_count` quotes nothing (`hashlocksLeft` counts what is left);
+ * - a set takes one fill per hashlock index; every fill holds its index except one that expired unsigned (never
+ *   signed, so never locked: migrations/0029, fills_hashlock_index), so a set whose held indexes number
+ *   `hashlock_count` quotes nothing (`hashlocksLeft` = count − held; the take picks the lowest free ones);
  * - an order with a close requested on chain (sticky) takes no lock, so it is left out;
  * - an identity flagged for fading (quote_identities.fade_flagged_at, set by settlement: src/Store/SettlementV2.ts)
  *   is not routed to;
  * - a quote must name the `from` venue's v2 escrow (the escrow's lock checks `quote.escrow == fill.takerEscrow`).
  */
+/**
+ * The fills that hold their hashlock index (alias-free; the predicate of the unique index fills_hashlock_index,
+ * migrations/0029, so both the count and the picker can use it).
+ */
+export const HOLDS_HASHLOCK_INDEX = "hashlock_index is not null and not (state = 'expired' and signature is null)"
+
 const RESERVATIONS_V2_CTE = `
   reserved_unindexed (order_id, amount) as (
     select f.order_id, f.amount_out
@@ -36,9 +43,9 @@ const RESERVATIONS_V2_CTE = `
       and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
                else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
   ),
-  used_index (order_id, sequence, next_index) as (
-    select order_id, sequence, max(hashlock_index) + 1 from fills
-    where hashlock_index is not null group by order_id, sequence
+  used_index (order_id, sequence, held) as (
+    select order_id, sequence, count(*) from fills
+    where ${HOLDS_HASHLOCK_INDEX} group by order_id, sequence
   )`
 
 /** A v2 candidate row: v1's fields plus the order's owner and the set's hashlock state. */
@@ -48,8 +55,8 @@ export interface QuoteCandidateV2Row extends QuoteCandidateRow {
   readonly issued_at: string
   readonly hashlock_root: string
   readonly hashlock_count: number
-  /** The next unused hashlock index of (order, sequence). */
-  readonly next_index: number
+  /** How many of the set's hashlock indexes fills hold (HOLDS_HASHLOCK_INDEX). */
+  readonly hashlocks_held: number
 }
 
 export interface CandidateQueryV2 extends CandidateQuery {
@@ -66,7 +73,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
              s.quote_identity_id::text as identity_id, s.identity_generation::text as identity_generation,
              (q.ordinality - 1)::int as quote_index, q.quote, s.quote_size::text as quote_size, s.valid_until,
              s.signature, s.issued_at::text as issued_at, s.hashlock_root, s.hashlock_count,
-             coalesce(n.next_index, 0)::int as next_index,
+             coalesce(n.held, 0)::int as hashlocks_held,
              greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
              greatest(s.quote_size - coalesce(u.amount, 0), 0)::text as set_remaining
       from quote_sets s
@@ -83,7 +90,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
         and o.venue = ${q.to}
         and not e.close_requested
         and s.hashlock_count is not null and s.hashlock_root is not null and s.issued_at is not null
-        and coalesce(n.next_index, 0) < s.hashlock_count
+        and coalesce(n.held, 0) < s.hashlock_count
         and s.quote_identity_id = o.quote_identity_id
         and i.revoked_at is null
         and i.fade_flagged_at is null
@@ -101,7 +108,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
 
 /**
  * The v2 quotes a take from `from` to `to` may use NOW (database time); with `forUpdate`, the candidates' order rows
- * are locked first and the amounts (and next hashlock indexes) read again, as loadQuoteCandidates does, so
+ * are locked first and the amounts (and held hashlock indexes) read again, as loadQuoteCandidates does, so
  * concurrent takes never reserve the same index or over-allocate an order.
  */
 export const loadQuoteCandidatesV2 = (q: CandidateQueryV2) =>
@@ -131,6 +138,6 @@ export const toTakeCandidateV2 = (row: QuoteCandidateV2Row): TakeCandidate | und
     minFill: BigInt(min_fill),
     quotable: BigInt(row.quotable),
     setRemaining: BigInt(row.set_remaining),
-    hashlocksLeft: row.hashlock_count - row.next_index,
+    hashlocksLeft: row.hashlock_count - row.hashlocks_held,
   }
 }

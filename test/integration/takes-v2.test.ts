@@ -34,6 +34,7 @@ import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { chainStatus } from "../../src/Store/ChainIndex.ts"
 import { v2Cursor } from "../../src/Store/EscrowIndexV2.ts"
 import { flagIfFading } from "../../src/Store/SettlementV2.ts"
+import { expireUnsignedTakes } from "../../src/Store/Takes.ts"
 import { account, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
@@ -450,7 +451,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
       const indexes = yield* sql<{ i: number }>`
         select hashlock_index as i from fills where order_id = ${M.orderId} order by hashlock_index`
       expect(indexes.map((r) => r.i)).toEqual([0, 1, 2, 3])
-      // Released reservations do not give an index back (a hashlock locks once, ever): the set stays exhausted.
+      // Released reservations not yet marked expired by the sweep keep their indexes: the set stays exhausted
+      // (indexes that come back once marked: the next test).
       yield* sql`update takes set pay_deadline = now() - interval '1 second'
         where id in (select take_id from fills where order_id = ${M.orderId})`
       const after = yield* post(
@@ -459,6 +461,80 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         bearer(takers[4]!.token),
       )
       expect([after.status, code(after)]).toEqual([422, "NO_LIQUIDITY"])
+    }),
+  )
+
+  it.effect("an index whose fill expired unsigned is handed out again, lowest first; a signed fill's never", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 3 })
+      yield* catchUp("hyperliquid")
+      yield* only([M.orderId])
+      const takers = yield* Effect.all([taker, taker, taker, taker, taker, taker])
+      const take = (i: number) =>
+        post(`${base}/v1/takes`, takeBody(takers[i]!, { amount_in: "1000", max_parts: 1 }), bearer(takers[i]!.token))
+      const indexOf = (res: RawResponse) => ok(res).take.fills.map((f) => f.hashlock_index)
+
+      // Index 0's take is signed (the payer's Fill signature stored: it could lock), 1 and 2 stay unsigned.
+      const signedRes = yield* take(0)
+      const signedTake = ok(signedRes)
+      expect(indexOf(signedRes)).toEqual([0])
+      const t0 = takers[0]!
+      const signatures = {
+        permit: yield* Effect.promise(() => t0.account.signTypedData(signedTake.to_sign[0]!.typed_data)),
+        fills: yield* Effect.forEach(
+          signedTake.to_sign.filter((i) => i.kind === "margin_move"),
+          (m) =>
+            Effect.promise(async () => ({
+              fill_id: m.fill_id!,
+              signature: await t0.account.signTypedData(m.typed_data),
+            })),
+        ),
+      }
+      const signed = ok(yield* post(`${base}/v1/takes/${signedTake.take.id}/signatures`, signatures, bearer(t0.token)))
+      expect(signed.take.state).toBe("signed")
+      expect(indexOf(yield* take(1))).toEqual([1])
+      expect(indexOf(yield* take(2))).toEqual([2])
+
+      // Every window passes and the signed fill ends refunded (its hashlock may have locked on chain). Until the
+      // sweep marks the unsigned fills expired, they keep their indexes: the set is exhausted.
+      yield* sql`update takes set pay_deadline = now() - interval '1 second'
+        where id in (select take_id from fills where order_id = ${M.orderId})`
+      yield* sql`update fills set state = 'refunded', final = true where take_id = ${signedTake.take.id}::uuid`
+      const early = yield* take(3)
+      expect([early.status, code(early)]).toEqual([422, "NO_LIQUIDITY"])
+      expect(yield* expireUnsignedTakes()).toBeGreaterThanOrEqual(2)
+      const states = yield* sql<{ i: number; state: string; signed: boolean }>`
+        select hashlock_index as i, state, signature is not null as signed from fills
+        where order_id = ${M.orderId} order by hashlock_index`
+      expect(states).toEqual([
+        { i: 0, state: "refunded", signed: true },
+        { i: 1, state: "expired", signed: false },
+        { i: 2, state: "expired", signed: false },
+      ])
+
+      // The freed indexes go out lowest first, with their own hashlock and proof; the refunded one's never does.
+      const again = yield* take(3)
+      expect(indexOf(again)).toEqual([1])
+      const [reused] = yield* sql<{ hashlock: string; hashlock_proof: Array<Hex> }>`
+        select hashlock, hashlock_proof from fills where id = ${ok(again).take.fills[0]!.fill_id}::uuid`
+      expect(reused!.hashlock.toLowerCase()).toBe(M.hashlocks[1]!.toLowerCase())
+      const proof = reused!.hashlock_proof
+      const root = M.set.hashlockRoot
+      expect(verifyHashlockProof({ root, count: 3, index: 1, hashlock: M.hashlocks[1]!, proof })).toBe(true)
+      expect(indexOf(yield* take(4))).toEqual([2])
+      const exhausted = yield* take(5)
+      expect([exhausted.status, code(exhausted)]).toEqual([422, "NO_LIQUIDITY"])
+      const held = yield* sql<{ i: number; n: number }>`
+        select hashlock_index as i, count(*)::int as n from fills
+        where order_id = ${M.orderId} and not (state = 'expired' and signature is null)
+        group by hashlock_index order by hashlock_index`
+      expect(held).toEqual([
+        { i: 0, n: 1 },
+        { i: 1, n: 1 },
+        { i: 2, n: 1 },
+      ])
     }),
   )
 
