@@ -43,6 +43,12 @@ export const Info = Schema.Struct({
     max_lock_seconds: Schema.Int.annotations({
       description: "Settlement v2: the longest a lock holds maker funds, hence the longest a close waits (MAX_LOCK)",
     }),
+    max_quote_life_seconds: Schema.Int.annotations({
+      description: "Settlement v2: a quote set's validUntil - issuedAt at most (the escrow's MAX_QUOTE_LIFE)",
+    }),
+    taker_timeout_min_seconds: Schema.Int.annotations({
+      description: "Settlement v2: a Fill's takerExpiry - payBy at least (the escrow's TAKER_TIMEOUT_MIN)",
+    }),
   }),
   chains: Schema.Array(ChainInfo),
   access: Schema.Struct({ mode: Schema.String, captcha_site_key: Schema.String }),

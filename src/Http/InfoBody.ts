@@ -26,10 +26,13 @@ export const infoFixed = ({ deployment, operator }: AppConfigShape) => {
       taker_timeout_seconds: settlement.taker_timeout_seconds,
       lock_cutoff_seconds: settlement.lock_cutoff_seconds,
       reveal_cutoff_seconds: settlement.reveal_cutoff_seconds,
-      // Settlement v2 (DESIGN §6): the v2 escrows' CLAIM_WINDOW, PAY_BY_MAX and MAX_LOCK (checked at start).
+      // Settlement v2 (DESIGN §6): the v2 escrows' CLAIM_WINDOW, PAY_BY_MAX, MAX_LOCK, MAX_QUOTE_LIFE and
+      // TAKER_TIMEOUT_MIN (checked at start); makers bound a v2 set's validUntil − issuedAt by max_quote_life_seconds.
       claim_window_seconds: settlement.claim_window_seconds,
       pay_by_max_seconds: settlement.pay_by_max_seconds,
       max_lock_seconds: settlement.max_lock_seconds,
+      max_quote_life_seconds: settlement.max_quote_life_seconds,
+      taker_timeout_min_seconds: settlement.taker_timeout_min_seconds,
     },
     chains: deployment.venues.map((v) => ({
       venue: v.id,

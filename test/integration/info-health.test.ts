@@ -45,6 +45,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
         claim_window_seconds: 900,
         pay_by_max_seconds: 120,
         max_lock_seconds: 7200,
+        max_quote_life_seconds: 300,
+        taker_timeout_min_seconds: 900,
       })
       expect(info.access).toEqual({ mode: "beta", captcha_site_key: "site-key" })
       expect(info.chains).toEqual(
@@ -158,7 +160,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("public info 
       // Info's settlement object: the spec's four values and the v2 ones.
       const settlement = (spec.components.schemas.Info as { properties: Record<string, { properties?: object }> })
         .properties.settlement
-      for (const k of ["reveal_cutoff_seconds", "claim_window_seconds", "pay_by_max_seconds", "max_lock_seconds"]) {
+      const v2 = ["claim_window_seconds", "pay_by_max_seconds", "max_lock_seconds", "max_quote_life_seconds"]
+      for (const k of ["reveal_cutoff_seconds", ...v2, "taker_timeout_min_seconds"]) {
         expect(Object.keys(settlement?.properties ?? {})).toContain(k)
       }
       expect(text).toContain("INVALID_REQUEST")
