@@ -1,0 +1,294 @@
+/**
+ * The taker client's own claim of a stalled lock (src/Client/TakerClaim.ts) on two real anvil chains running
+ * SettlementEscrowV2 (maker chain 999, taker chain 42161; `finalized` lags `latest` by 2 blocks). The test plays the
+ * service (lock, payTake relay, and its claim when it is "running") and the maker (its own claimPayment); the
+ * client's claims are sent by its own gas-paying wallet, counted through its ClaimSender.
+ */
+import { type Address, createWalletClient, type Hex, http, keccak256, parseSignature, toHex } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
+import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
+import { finalSnapshot, readLock } from "../../src/Client/EscrowReadsV2.ts"
+import {
+  type CheckedTake,
+  checkTakeProposal,
+  type TakerConfig,
+  type TakerIntent,
+} from "../../src/Client/TakerChecks.ts"
+import {
+  type ClaimOptions,
+  type ClaimSender,
+  claimIfStalled,
+  DEFAULT_CLAIM_GRACE_SECONDS,
+  walletClaimSender,
+} from "../../src/Client/TakerClaim.ts"
+import { checkLocksFinal, signPayTake } from "../../src/Client/TakerLocks.ts"
+import { type QuoteSetV2, quoteSetV2AbiArg, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { deriveHashlockSet, type HashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
+import { fundV2Order, startV2Chain, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import { honestFills, proposeTake } from "../support/TakeProposalV2.ts"
+
+const MAKER_CHAIN = 999
+const TAKER_CHAIN = 42161
+const account = (i: number) => privateKeyToAccount(ANVIL_PRIVATE_KEYS[i] as Hex)
+const operator = account(0)
+const owner = account(1)
+const payer = account(2)
+const recipient = account(4)
+const quoteSignerKey = ANVIL_PRIVATE_KEYS[5] as Hex
+const quoteSigner = privateKeyToAccount(quoteSignerKey)
+const payee = account(6).address
+/** The taker client's gas-paying account on the maker chain. */
+const claimer = account(7)
+const orderId = keccak256(toHex("taker claim order"))
+
+describe("the taker client claims a stalled v2 lock itself", () => {
+  let M: V2Chain
+  let T: V2Chain
+  let takerConfig: TakerConfig
+  let quoteSet: QuoteSetV2
+  let quoteSig: Hex
+  let hashlocks: HashlockSet
+  let sender: ClaimSender
+  /** Claims the client sent, by digest. */
+  const sent: Array<Hex> = []
+
+  const balance = (c: V2Chain, who: Address) =>
+    c.pub.readContract({ address: c.token, abi: mockUSDCAbi, functionName: "balanceOf", args: [who] })
+  const mine = (c: V2Chain, blocks = 2) => c.test.mine({ blocks })
+  const lockState = async (digest: Hex) => (await readLock(M.pub, await finalSnapshot(M.pub), M.escrow, digest)).state
+  const run = (take: CheckedTake, options: Partial<ClaimOptions> = {}) =>
+    claimIfStalled(M.pub, T.pub, take, sender, { now: () => 0n, ...options })
+
+  /** A take over hashlock `slots`, checked and signed, locked (final) and paid (final) by its pay key. */
+  const paidTake = async (slots: ReadonlyArray<number>, amountIn: bigint) => {
+    const payKey = privateKeyToAccount(generatePrivateKey())
+    const now = await T.latestTime()
+    const intent: TakerIntent = {
+      takerChainId: TAKER_CHAIN,
+      makerChainId: MAKER_CHAIN,
+      payer: payer.address,
+      recipient: recipient.address,
+      amountIn,
+      minOut: amountIn,
+      maxParts: 8,
+      payKey: payKey.address,
+      maxPayBy: now + 250n,
+      dex: 0,
+      toMargin: false,
+    }
+    const fills = honestFills(intent, takerConfig, {
+      parts: slots.length,
+      owner: owner.address,
+      payee,
+      orderIds: slots.map(() => orderId),
+      sequence: quoteSet.sequence,
+      hashlocks: slots.map((index) => ({ index, hashlock: hashlocks.hashlocks[index]! })),
+    }).map((f, i) => ({ ...f, fillId: keccak256(toHex(`claim fill ${slots[i]}`)) }))
+    const nonce = await T.pub.readContract({
+      address: T.token,
+      abi: mockUSDCAbi,
+      functionName: "nonces",
+      args: [payer.address],
+    })
+    const checked = checkTakeProposal(
+      intent,
+      takerConfig,
+      proposeTake(intent, takerConfig, fills, { nonce, deadline: intent.maxPayBy + 60n }),
+      now,
+    )
+    if (!checked.ok) throw new Error(JSON.stringify(checked.problems))
+    const take = checked.take
+    const fillSigs = await Promise.all(take.fills.map((f) => payer.signTypedData(f.typedData)))
+    for (const [i, f] of take.fills.entries()) {
+      const proof = hashlocks.proof(f.fill.hashlockIndex)
+      await M.send(operator, "lock", [f.fill, fillSigs[i], quoteSetV2AbiArg(quoteSet), 0n, quoteSig, proof])
+    }
+    await mine(M)
+    const final = await checkLocksFinal(M.pub, take)
+    if (!final.ok) throw new Error(JSON.stringify(final.problems))
+    const auth = await signPayTake(payKey, final.locks)
+    const permit = parseSignature(await payer.signTypedData(take.permit))
+    const permitArg = {
+      value: take.permit.message.value,
+      deadline: take.permit.message.deadline,
+      v: Number(permit.v),
+      r: permit.r,
+      s: permit.s,
+    }
+    await T.send(operator, "payTake", [take.fills.map((f) => f.fill), fillSigs, auth.signature, permitArg])
+    await mine(T)
+    return take
+  }
+
+  /** The maker's own reveal (claimPayment) of fill `i`, made final on the taker chain; its block's time. */
+  const reveal = async (take: CheckedTake, i: number, final = true) => {
+    const f = take.fills[i]!
+    await T.send(quoteSigner, "claimPayment", [f.digest, hashlocks.secrets[f.fill.hashlockIndex]!])
+    const revealedAt = await T.latestTime()
+    if (final) await mine(T)
+    return revealedAt
+  }
+
+  beforeAll(async () => {
+    ;[M, T] = await Promise.all([
+      startV2Chain(MAKER_CHAIN, { slotsInAnEpoch: 1 }),
+      startV2Chain(TAKER_CHAIN, { slotsInAnEpoch: 1 }),
+    ])
+    takerConfig = {
+      chains: {
+        [MAKER_CHAIN]: { escrow: M.escrow, token: M.token },
+        [TAKER_CHAIN]: { escrow: T.escrow, token: T.token, tokenName: "USD Coin", tokenVersion: "1" },
+      },
+      minClaimWindowSeconds: V2_TIMING.claimWindow,
+    }
+    await fundV2Order(M, {
+      owner,
+      relayer: operator,
+      orderId,
+      operator: operator.address,
+      quoteSigner: quoteSigner.address,
+      amount: 10_000_000n,
+    })
+    const now = await M.latestTime()
+    const sequence = 1n
+    hashlocks = deriveHashlockSet(
+      secretKeyOf(quoteSignerKey),
+      { chainId: BigInt(MAKER_CHAIN), makerEscrow: M.escrow, owner: owner.address, orderId, sequence },
+      8,
+    )
+    quoteSet = {
+      owner: owner.address,
+      orderId,
+      sequence,
+      generation: 1n,
+      quoteSize: 10_000_000n,
+      issuedAt: now,
+      validUntil: now + V2_TIMING.maxQuoteLife,
+      hashlockRoot: hashlocks.root,
+      hashlockCount: hashlocks.count,
+      quotes: [
+        {
+          chainId: BigInt(TAKER_CHAIN),
+          token: T.token,
+          escrow: T.escrow,
+          recipient: payee,
+          supply: 1n,
+          receive: 1n,
+          minFill: 1n,
+        },
+      ],
+    }
+    quoteSig = await quoteSigner.signTypedData(quoteSetV2TypedData(MAKER_CHAIN, M.escrow, quoteSet))
+    await T.send(operator, "mint", [payer.address, 10_000_000n], T.token)
+    const wallet = walletClaimSender(
+      createWalletClient({ account: claimer, chain: M.chain, transport: http(M.anvil.rpcUrl) }),
+    )
+    sender = {
+      sendClaim: (escrow, digest, secret) => {
+        sent.push(digest)
+        return wallet.sendClaim(escrow, digest, secret)
+      },
+    }
+  })
+
+  afterAll(async () => {
+    await Promise.all([M?.anvil.stop(), T?.anvil.stop()])
+  })
+
+  it("the service stopped after the maker's reveal: after the grace the client's claim pays the recipient", async () => {
+    const take = await paidTake([0, 1], 1_000_000n)
+    const digests = take.fills.map((f) => f.digest)
+    const before = await balance(M, recipient.address)
+
+    // Revealed at latest only: not final on the client's taker endpoint, nothing sent.
+    const revealedAt = await reveal(take, 0, false)
+    expect((await run(take, { now: () => revealedAt + 3600n })).map((o) => o.reason)).toEqual([
+      "not_revealed",
+      "not_revealed",
+    ])
+    await mine(T)
+    // Final now; within the grace the service may still claim. Fill 1 is not revealed at all.
+    const early = await run(take, { now: () => revealedAt })
+    expect(early.map((o) => [o.reason, o.retryAt])).toEqual([
+      ["grace", revealedAt + DEFAULT_CLAIM_GRACE_SECONDS],
+      ["not_revealed", undefined],
+    ])
+    expect(sent).toEqual([])
+
+    // The grace is over, the lock still Locked: the client claims fill 0 itself.
+    const late = await run(take, { now: () => revealedAt + DEFAULT_CLAIM_GRACE_SECONDS })
+    expect(late.map((o) => o.reason)).toEqual(["claimed", "not_revealed"])
+    expect(late[0]!.txHash).toMatch(/^0x[0-9a-f]{64}$/)
+    expect(sent).toEqual([digests[0]])
+    await mine(M)
+    expect(await lockState(digests[0]!)).toBe("Claimed")
+    expect((await balance(M, recipient.address)) - before).toBe(take.fills[0]!.fill.amountOut)
+
+    // Fill 1 revealed later; a configured grace of 0 claims it at once. Fill 0 is not sent again.
+    const revealedAt1 = await reveal(take, 1)
+    const rest = await run(take, { now: () => revealedAt1, graceSeconds: 0n })
+    expect(rest.map((o) => o.reason)).toEqual(["already_claimed", "claimed"])
+    expect(sent).toEqual(digests)
+    await mine(M)
+    expect(await lockState(digests[1]!)).toBe("Claimed")
+    expect((await balance(M, recipient.address)) - before).toBe(1_000_000n)
+    sent.length = 0
+  })
+
+  it("the service claimed first: the client sends nothing", async () => {
+    const take = await paidTake([2], 400_000n)
+    const f = take.fills[0]!
+    const revealedAt = await reveal(take, 0)
+    await M.send(operator, "claim", [f.digest, hashlocks.secrets[f.fill.hashlockIndex]!])
+    const before = await balance(M, recipient.address)
+    const out = await run(take, { now: () => revealedAt + DEFAULT_CLAIM_GRACE_SECONDS })
+    expect(out.map((o) => o.reason)).toEqual(["already_claimed"])
+    expect(sent).toEqual([])
+    expect(await balance(M, recipient.address)).toBe(before)
+  })
+
+  it("the service claims between the client's read and its send: the revert is success", async () => {
+    const take = await paidTake([3], 300_000n)
+    const f = take.fills[0]!
+    const revealedAt = await reveal(take, 0)
+    const racing: ClaimSender = {
+      sendClaim: async (escrow, digest, secret) => {
+        await M.send(operator, "claim", [f.digest, hashlocks.secrets[f.fill.hashlockIndex]!])
+        return sender.sendClaim(escrow, digest, secret)
+      },
+    }
+    const out = await claimIfStalled(M.pub, T.pub, take, racing, { now: () => revealedAt, graceSeconds: 0n })
+    expect(out.map((o) => o.reason)).toEqual(["already_claimed"])
+    expect(sent).toEqual([f.digest])
+    await mine(M)
+    expect(await lockState(f.digest)).toBe("Claimed")
+    sent.length = 0
+  })
+
+  it("no secret yet (paid, not revealed): nothing is sent, whatever the time before makerExpiry", async () => {
+    const take = await paidTake([4], 200_000n)
+    const out = await run(take, { now: () => take.fills[0]!.fill.makerExpiry - 60n, graceSeconds: 0n })
+    expect(out.map((o) => o.reason)).toEqual(["not_revealed"])
+    expect(sent).toEqual([])
+    expect(await lockState(take.fills[0]!.digest)).toBe("Locked")
+  })
+
+  it("past makerExpiry (or too close to it): nothing is sent, though the secret is public", async () => {
+    const take = await paidTake([5], 100_000n)
+    const f = take.fills[0]!
+    await reveal(take, 0)
+    // Less than the minimum time left by the caller's clock.
+    const close = await run(take, { now: () => f.fill.makerExpiry - 10n, graceSeconds: 0n })
+    expect(close.map((o) => o.reason)).toEqual(["expired"])
+    // The maker chain itself past makerExpiry (the caller's clock behind it): its time counts.
+    const left = f.fill.makerExpiry - (await M.latestTime())
+    await M.test.increaseTime({ seconds: Number(left) + 10 })
+    await mine(M)
+    const late = await run(take, { now: () => 0n, graceSeconds: 0n })
+    expect(late.map((o) => o.reason)).toEqual(["expired"])
+    expect(sent).toEqual([])
+    expect(await lockState(f.digest)).toBe("Locked")
+  })
+})
