@@ -61,6 +61,8 @@ export interface HttpOptions<R = never> {
   readonly host: string
   /** The API to serve and its routes; tests pass Api plus a probe group. */
   readonly api: { readonly layer: Layer.Layer<HttpApi.Api, never, R>; readonly routes: ReadonlyArray<Route> }
+  /** false: no request metrics and no access line (test/bench/info.ts measures what they cost). Default true. */
+  readonly observe?: boolean
 }
 
 /** The one start-up line saying where the service listens. */
@@ -76,10 +78,13 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       // Request metrics always; the access line where the service's log is installed (src/Observability/Log.ts).
-      const observe = makeRequestObserver(
-        [...options.api.routes, ...RAW_ROUTES],
-        Option.getOrUndefined(yield* Effect.serviceOption(LogOutput)),
-      )
+      const observe =
+        options.observe === false
+          ? undefined
+          : makeRequestObserver(
+              [...options.api.routes, ...RAW_ROUTES],
+              Option.getOrUndefined(yield* Effect.serviceOption(LogOutput)),
+            )
       // A server span per request only when traces are exported (src/Observability/Tracing.ts).
       const tracing = (yield* Effect.serviceOption(Tracing)).pipe(Option.exists((t) => t.enabled))
       const traceRoute = tracing ? routeTemplates([...options.api.routes, ...RAW_ROUTES]) : undefined
@@ -87,7 +92,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         globalMiddleware({
           origins: config.deployment.app_origins,
           exposedHeaders: EXPOSED_HEADERS,
-          observe,
+          ...(observe === undefined ? {} : { observe }),
           ...(traceRoute === undefined ? {} : { traceRoute }),
         }),
       ).pipe(

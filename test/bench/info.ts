@@ -1,19 +1,25 @@
 /**
  * GET /v1/info on the real service stack (through the framework, as every route) vs a bare node:http
  * server answering the same bytes, measured in the same run with the same client. Prints both and the
- * throughput ratio (target >= 0.6).
+ * throughput ratio (target >= 0.6). A second service stack on the same database, with the request metrics
+ * and the JSON access line off, gives the cost of observing (issue 17: the ratio on/off stays >= 0.8).
  */
 import { openSync, writeSync } from "node:fs"
 import { createServer, request } from "node:http"
-import { tmpdir } from "node:os"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { HttpServer } from "@effect/platform"
-import { Effect, Layer, LogLevel } from "effect"
+import { Context, Effect, Layer, LogLevel } from "effect"
+import { ChainStatusBoard } from "../../src/Chain/ChainStatusBoard.ts"
+import { Relayer } from "../../src/Chain/Relayer.ts"
+import { Api } from "../../src/Http/Api.ts"
+import { routesOf } from "../../src/Http/RouteTable.ts"
+import { ApiLive, httpLayer } from "../../src/Http/Server.ts"
 import { loggingLayer } from "../../src/Observability/Log.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
-import { format, load } from "./load.ts"
+import { format, type LoadResult, load } from "./load.ts"
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -28,6 +34,16 @@ const fetchOnce = (url: string) =>
       .on("error", reject)
       .end()
   })
+
+/** Two halves of one measurement: throughput over both, latency percentiles averaged. */
+const merge = (a: LoadResult, b: LoadResult): LoadResult => ({
+  requests: a.requests + b.requests,
+  errors: a.errors + b.errors,
+  seconds: a.seconds + b.seconds,
+  rps: (a.requests + b.requests) / (a.seconds + b.seconds),
+  p50ms: (a.p50ms + b.p50ms) / 2,
+  p99ms: (a.p99ms + b.p99ms) / 2,
+})
 
 const program = Effect.gen(function* () {
   const server = yield* HttpServer.HttpServer
@@ -46,16 +62,37 @@ const program = Effect.gen(function* () {
   yield* Effect.promise(() => new Promise<void>((r) => bare.listen(0, "127.0.0.1", r)))
   const barePort = (bare.address() as { port: number }).port
   const baseline = `http://127.0.0.1:${barePort}/v1/info`
+  // The same stack without metrics and access line (same database, config and process).
+  const quietServer = Context.get(
+    yield* Layer.build(
+      httpLayer({ port: 0, host: "127.0.0.1", api: { layer: ApiLive, routes: routesOf(Api) }, observe: false }).pipe(
+        Layer.provide(Layer.mergeAll(ChainStatusBoard.Live, Relayer.Live)),
+      ),
+    ),
+    HttpServer.HttpServer,
+  )
+  const quiet = `http://127.0.0.1:${quietServer.address._tag === "TcpAddress" ? quietServer.address.port : 0}/v1/info`
   yield* Effect.promise(() => load(ours, CONCURRENCY, 1)) // warm-up
+  yield* Effect.promise(() => load(quiet, CONCURRENCY, 1))
   yield* Effect.promise(() => load(baseline, CONCURRENCY, 1))
   const base = yield* Effect.promise(() => load(baseline, CONCURRENCY, SECONDS))
-  const service = yield* Effect.promise(() => load(ours, CONCURRENCY, SECONDS))
+  // On, off, off, on (half the time each): neither side gains from running later (a warmer JIT).
+  const half = (url: string) => Effect.promise(() => load(url, CONCURRENCY, SECONDS / 2))
+  const [on1, off1, off2, on2] = [yield* half(ours), yield* half(quiet), yield* half(quiet), yield* half(ours)]
+  const service = merge(on1, on2)
+  const unobserved = merge(off1, off2)
   bare.close()
-  console.log(`GET /v1/info, concurrency ${CONCURRENCY}, ${SECONDS} s each, loopback`)
+  console.log(
+    `GET /v1/info, concurrency ${CONCURRENCY}, ${SECONDS} s each, loopback, load average ${loadavg()[0]!.toFixed(2)}`,
+  )
   console.log(format("bare node:http (baseline)", base))
   console.log(format("settlement service", service))
+  console.log(format("service, metrics + log off", unobserved))
   console.log(`throughput ratio service/baseline: ${(service.rps / base.rps).toFixed(2)} (target >= 0.6)`)
   console.log(`p50 latency ratio service/baseline: ${(service.p50ms / base.p50ms).toFixed(2)}`)
+  console.log(
+    `throughput ratio metrics + JSON access log on/off: ${(service.rps / unobserved.rps).toFixed(2)} (issue 17: >= 0.8)`,
+  )
   console.log(`access log: ${logFile}`)
 })
 
