@@ -204,8 +204,8 @@ export const makeLogger = (format: LogFormat, sink: LogSink): Logger.Logger<unkn
 // ------------------------------------------------------------------------------------------ the service
 
 /**
- * The log's output, for lines written outside a fiber (the access line of the raw fast paths) or where
- * building an Effect log call would cost more than the line (the access line of every request).
+ * The log's output, for lines written where building an Effect log call would cost more than the line
+ * (the access line of every request, src/Observability/HttpObserver.ts).
  */
 export class LogOutput extends Context.Tag("LogOutput")<
   LogOutput,

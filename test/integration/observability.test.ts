@@ -136,7 +136,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("operators' l
       const sql = yield* SqlClient.SqlClient
       const secrets: Array<string> = []
 
-      // Sign-in, identity, credential, a lease renewal with the credential (the fast path), reads.
+      // Sign-in, identity, credential, a lease renewal with the credential (its one-statement renewal), reads.
       const owner = yield* signInKeeping(base, OWNER)
       const payer = yield* signInKeeping(base, PAYER)
       secrets.push(owner.token, owner.signature, payer.token, payer.signature)

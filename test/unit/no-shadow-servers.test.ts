@@ -1,8 +1,10 @@
 /**
  * Every public route is answered by the framework (issue 22, "No shadow servers"): nothing in src patches a
  * server's `emit` to answer ahead of it or writes a raw response head beside it. The operator listener
- * (src/Observability/OperatorListener.ts) is a separate node:http server on its own port serving only
- * GET /metrics, not the API; its one raw 404 is the only writeHead allowed.
+ * (src/Observability/OperatorListener.ts) is a separate node:http server on its own port serving only the
+ * operators' GET /metrics, /health, /status and /status/data, not the API: the Prometheus exporter answers
+ * on the raw node response itself, so that file's own answers (200, 404, 405, 500) are the only writeHead
+ * allowed.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
