@@ -15,7 +15,7 @@ import { Relayer } from "../../src/Chain/Relayer.ts"
 import { Api } from "../../src/Http/Api.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
 import { ApiLive, httpLayer } from "../../src/Http/Server.ts"
-import { loggingLayer } from "../../src/Observability/Log.ts"
+import { batchedSink, loggingLayer } from "../../src/Observability/Log.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
@@ -97,10 +97,14 @@ const program = Effect.gen(function* () {
 })
 
 // As in production: the JSON log at info (an access line per request) and the metrics (always on). The lines go
-// to a file (BENCH_LOG_FILE, default in the temp dir), written synchronously as stdout is.
+// to a file (BENCH_LOG_FILE, default in the temp dir), written synchronously and batched per turn as stdout is.
 const logFile = process.env.BENCH_LOG_FILE ?? join(tmpdir(), `bench-info-${process.pid}.log`)
 const logFd = openSync(logFile, "w")
-const logging = loggingLayer({ format: "json", level: LogLevel.Info, sink: (line) => writeSync(logFd, `${line}\n`) })
+const logging = loggingLayer({
+  format: "json",
+  level: LogLevel.Info,
+  sink: batchedSink((text) => writeSync(logFd, text)),
+})
 
 Effect.runPromise(
   program.pipe(
