@@ -141,7 +141,13 @@ export const authorizePayment = async (
   }
   const auth = await signPayTake(handle.payKey, locks.locks)
   handle.payTakeSigned = true
-  await api.postSignatures(handle.takeId, { pay_authorization: auth.signature })
+  try {
+    await api.postSignatures(handle.takeId, { pay_authorization: auth.signature })
+  } catch (e) {
+    // The service's own index can be behind the client's endpoint (409, retryable): "not yet", not a refusal.
+    if (e instanceof TakerApiError && e.retryable) return { ok: false, retry: true, problems: [] }
+    throw e
+  }
   return { ok: true }
 }
 
@@ -183,8 +189,10 @@ export const httpTakerApi = (baseUrl: string, token: string, fetchImpl: typeof f
       headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
       body: body(payload),
     })
-    const json = (await res.json()) as TakeAnswer & { error?: { code: string; message: string } }
-    if (!res.ok) throw new TakerApiError(res.status, json.error?.code ?? "", json.error?.message ?? "")
+    const json = (await res.json()) as TakeAnswer & { error?: { code: string; message: string; retryable?: boolean } }
+    if (!res.ok) {
+      throw new TakerApiError(res.status, json.error?.code ?? "", json.error?.message ?? "", json.error?.retryable)
+    }
     return json
   }
   return {
@@ -198,6 +206,8 @@ export class TakerApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The envelope's `retryable`: the same request may succeed later. */
+    readonly retryable = false,
   ) {
     super(`${status} ${code}: ${message}`)
   }

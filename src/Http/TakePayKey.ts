@@ -35,8 +35,8 @@ const storedFills = (view: TakeWithSignItems) =>
 
 /**
  * The pay key's PayTake: must recover to the take's pay key over exactly its Fill digests (422 otherwise). Stored
- * once: a take already authorised answers unchanged. Before every lock is final in the v2 index, or after payBy:
- * 409, nothing stored.
+ * once: a take already authorised answers unchanged. Before every lock is final in the v2 index: 409 with
+ * `retryable: true`; after payBy: 409, not retryable; nothing stored either way.
  */
 export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, given: string) =>
   Effect.gen(function* () {
@@ -60,7 +60,13 @@ export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, 
       case "Missing":
         return yield* apiError(NotFound, "no such take")
       case "LocksNotFinal":
-        return yield* apiError(StateConflict, "not every lock of the take is final yet; wait for the item in to_sign")
+        // Retryable: the client read the locks final on its own endpoint and this service's index can be a block
+        // or a restart behind it; the same request succeeds once the index catches up (until payBy).
+        return yield* apiError(
+          StateConflict,
+          "not every lock of the take is final yet here; retry the same request shortly",
+          true,
+        )
       case "PayByPassed":
         return yield* apiError(StateConflict, "payBy has passed: the take can no longer be paid")
       default:

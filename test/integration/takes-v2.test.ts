@@ -576,6 +576,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
       const early = yield* snapshot(takeId)
       const tooEarly = yield* signTake({ pay_authorization: payAuth })
       expect([tooEarly.status, code(tooEarly)]).toEqual([409, "STATE_CONFLICT"])
+      // Retryable: a client that read the locks final on its own endpoint retries until this index catches up.
+      expect((tooEarly.json as { error: { retryable: boolean } }).error.retryable).toBe(true)
       expect(yield* snapshot(takeId)).toEqual(early)
 
       // Lock on the maker chain's v2 escrow as the Settlement actor will (the fill, the payer's signature, the
