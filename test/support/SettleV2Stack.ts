@@ -8,7 +8,13 @@ import { type Address, encodeFunctionData, getAddress, type Hex, keccak256, toHe
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readLock, readPayment } from "../../src/Client/EscrowReadsV2.ts"
-import { authorizePayment, httpTakerApi, startTake, type TakeHandle } from "../../src/Client/TakerFlow.ts"
+import {
+  authorizePayment,
+  httpTakerApi,
+  startTake,
+  type TakeHandle,
+  TakerApiError,
+} from "../../src/Client/TakerFlow.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { fundOrderV2TypedData, PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
@@ -92,24 +98,51 @@ export const mineForever = (s: V2Stack, ms = 250) =>
     Effect.forever,
   )
 
-/** Starts the service and waits until its API answers. */
+/**
+ * fetch with a 5 s limit: a request caught by a kill can be left without an answer (seen as a poll that never moved
+ * after a restart); with the limit it fails and the poll asks again.
+ */
+export const timedFetch: typeof fetch = (input, init) =>
+  fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(5_000) })
+
+/**
+ * Starts the service and waits until its API answers. A fresh RUNNER_PORT each start: between a kill and the restart
+ * another process on the machine may take the old one as an ephemeral port. A start that still finds a port taken
+ * (the process logs EADDRINUSE and may stay up without its API) is killed and tried again, up to 5 times.
+ */
 export const startV2Service = (s: V2Stack, extraEnv: Record<string, string> = {}) =>
   Effect.gen(function* () {
-    const service = spawnService({ ...s.env, ...extraEnv })
-    yield* pollUntil(
-      Effect.promise(() =>
-        fetch(`${s.api}/v1/info`).then(
-          (r) => r.ok,
-          () => service.child.exitCode !== null || service.child.signalCode !== null,
+    for (let attempt = 1; ; attempt++) {
+      const runnerPort = yield* freePort.pipe(Effect.orDie)
+      const service = spawnService({ ...s.env, RUNNER_PORT: String(runnerPort), ...extraEnv })
+      const gone = () => service.child.exitCode !== null || service.child.signalCode !== null
+      const portTaken = () => service.output().includes("EADDRINUSE")
+      yield* pollUntil(
+        Effect.promise(() =>
+          timedFetch(`${s.api}/v1/info`).then(
+            (r) => r.ok,
+            () => gone() || portTaken(),
+          ),
         ),
-      ),
-      (ok) => ok,
-      { every: "250 millis", within: "90 seconds" },
-    ).pipe(Effect.orDie)
-    if (service.child.exitCode !== null || service.child.signalCode !== null) {
-      return yield* Effect.dieMessage(`the service exited at start:\n${service.output().slice(-3000)}`)
+        (ok) => ok,
+        { every: "250 millis", within: "90 seconds" },
+      ).pipe(
+        Effect.catchAll(() =>
+          Effect.zipRight(
+            killNow(service),
+            Effect.dieMessage(`the service's API did not answer in 90 s:\n${service.output().slice(-6000)}`),
+          ),
+        ),
+      )
+      if (portTaken() && attempt < 5) {
+        yield* killNow(service)
+        continue
+      }
+      if (gone() || portTaken()) {
+        return yield* Effect.dieMessage(`the service did not start:\n${service.output().slice(-3000)}`)
+      }
+      return service
     }
-    return service
   })
 
 /** SIGKILL, and waits until the process is gone. */
@@ -191,12 +224,16 @@ export interface MakerProcess {
   readonly output: () => string
 }
 
-/** `npm run maker` (its script) for the order in v2 mode, quoting 1:1 into aster, as a child process. */
+/**
+ * `npm run maker` (its script) for the order in v2 mode, quoting 1:1 into aster, as a child process. Its lease is
+ * asked for 60 s: the client stops (and its reveal loop with it) once a lease cannot be renewed before it expires,
+ * and the tests stop the service for a few seconds while the maker must still reveal.
+ */
 export const runMakerClient = (s: V2Stack, m: V2Maker, credential: string): MakerProcess => {
   const args = [
     ...["--api", s.api, "--identity", m.identityId, "--order", m.orderId, "--venue", M],
     ...["--quote", `${T}:${m.payee.address}:1000000:1000000:100000`, "--quote-size", m.amount.toString()],
-    ...["--ttl", "10", "--renew", "1", "--validity", "120", "--owner", m.owner.address],
+    ...["--ttl", "60", "--renew", "1", "--validity", "120", "--owner", m.owner.address],
     ...["--escrow-v2", `${M}=${s.hl.escrowV2!}`, "--escrow-v2", `${T}=${s.aster.escrowV2!}`],
     ...["--rpc", `${M}=${s.hl.anvil.rpcUrl}`, "--rpc", `${T}=${s.aster.anvil.rpcUrl}`, "--hashlocks", "32"],
   ]
@@ -295,16 +332,37 @@ export const takeV2 = (s: V2Stack, t: V2Taker, amountIn: bigint) =>
     return started.handle
   })
 
-/** The pay key authorises once every lock reads final on the taker's own maker-chain endpoint (retried until). */
+/**
+ * As a taker's client does: waits for the take to offer its `pay_authorization` item (the service saw every lock
+ * final), then the pay key authorises once every lock reads final on the taker's own maker-chain endpoint. A 409
+ * (the service's index behind the client's endpoint, e.g. just restarted) or no answer is retried as "not yet" (the
+ * same PayTake again is stored once).
+ */
 export const authorizeWhenFinal = (s: V2Stack, t: V2Taker, handle: TakeHandle) =>
-  pollUntil(
-    Effect.promise(() => authorizePayment(httpTakerApi(s.api, t.token), s.hl.pub, handle)),
-    (r) => r.ok || !r.retry,
-    { every: "250 millis", within: "90 seconds" },
-  ).pipe(
-    Effect.orDie,
-    Effect.flatMap((r) => (r.ok ? Effect.void : Effect.dieMessage(`authorisation refused: ${JSON.stringify(r)}`))),
-  )
+  Effect.gen(function* () {
+    const offered = Effect.promise(async () => {
+      const res = await timedFetch(`${s.api}/v1/takes/${handle.takeId}`, {
+        headers: { authorization: `Bearer ${t.token}` },
+      }).catch(() => undefined)
+      if (res === undefined || !res.ok) return false
+      const body = (await res.json()) as { to_sign: ReadonlyArray<{ kind: string }> }
+      return body.to_sign.some((i) => i.kind === "pay_authorization")
+    })
+    yield* pollUntil(offered, (ok) => ok, { every: "250 millis", within: "90 seconds" }).pipe(Effect.orDie)
+    const attempt = Effect.tryPromise(() =>
+      authorizePayment(httpTakerApi(s.api, t.token, timedFetch), s.hl.pub, handle),
+    ).pipe(
+      Effect.catchAll((e) =>
+        !(e.error instanceof TakerApiError) || e.error.status === 409
+          ? Effect.succeed({ ok: false as const, retry: true, problems: [] })
+          : Effect.die(e.error),
+      ),
+    )
+    const r = yield* pollUntil(attempt, (r) => r.ok || !r.retry, { every: "250 millis", within: "90 seconds" }).pipe(
+      Effect.orDie,
+    )
+    if (!r.ok) return yield* Effect.dieMessage(`authorisation refused: ${JSON.stringify(r.problems)}`)
+  })
 
 export const fillRows = (takeId: string) =>
   Effect.flatMap(
