@@ -1,27 +1,30 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer } from "effect"
+import { Effect, Fiber } from "effect"
 import type { Address, Hex } from "viem"
-import { encodeFunctionData } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { chainTimes, runSettlement } from "../../actors/Settlement.ts"
-import { sweepSettlementV2 } from "../../actors/SettlementV2.ts"
-import { runTxRelayer } from "../../actors/TxRelayer.ts"
-import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
-import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
-import { ChainClients } from "../../src/Chain/ChainClients.ts"
-import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
+import { runSettlement } from "../../actors/Settlement.ts"
+import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { identityFades, takerUnpaidLocks } from "../../src/Store/SettlementV2.ts"
-import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
-import { TestDatabaseLive } from "../support/Database.ts"
+import type { TestChain } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
-import { authorizePayment, type MakerOrderV2, makerOrderV2, signedTakeV2 } from "../support/TakesV2.ts"
-import { testAppConfig } from "../support/TestConfig.ts"
-import { TestHttpLive } from "../support/TestServer.ts"
+import {
+  fresh,
+  M,
+  newMakerV2,
+  PAYER,
+  pass,
+  revealV2,
+  SettleV2Env,
+  settleUntil,
+  settleV2ActorsLive,
+  T,
+} from "../support/SettleV2Actors.ts"
+import { authorizePayment, type MakerOrderV2, signedTakeV2 } from "../support/TakesV2.ts"
 
 /**
  * Settlement v2 through the Settlement actor on two devnet chains (Hyperliquid-like 999 = the makers' chain,
@@ -32,65 +35,7 @@ import { TestHttpLive } from "../support/TestServer.ts"
  * fade flags the identity.
  */
 
-const OPERATOR = 9
-const operator = account(OPERATOR).address
-const FUNDER = account(8)
-const PAYER = account(3)
-const M = "hyperliquid"
-const T = "aster"
-
-interface Env {
-  readonly hl: TestChain
-  readonly aster: TestChain
-}
-class SettleEnv extends Context.Tag("test/SettleV2Env")<SettleEnv, Env>() {}
-
-const chainOf = (chainId: number, kind: "hyperliquid" | "aster") =>
-  Effect.acquireRelease(
-    Effect.promise(() => startTestChain({ chainId, kind })),
-    (c) => Effect.promise(() => c.anvil.stop()),
-  )
-
-const fast = {
-  watcher: { poll_ms: 100, confirmations: 2, integrity_interval_seconds: 3600 },
-  relayer: { poll_ms: 100 },
-  escrowV2: true,
-}
-const entry = (c: TestChain, id: string) => {
-  const { legacy_escrow: _legacy, ...v } = venueEntry(c, id, fast)
-  return v
-}
-
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const [hl, aster] = yield* Effect.all([chainOf(999, "hyperliquid"), chainOf(42161, "aster")], { concurrency: 2 })
-    const config = testAppConfig({
-      venues: [entry(hl, M), entry(aster, T)],
-      auth: { rpc_urls: [hl.anvil.rpcUrl] },
-      operator_key: key(OPERATOR),
-      settlement: { max_fade_rate: 0, escrow_version: 2 },
-    })
-    const base = Layer.mergeAll(TestHttpLive, ChainClients.Live, FaultPoint.Noop, Relayer.Live).pipe(
-      Layer.provideMerge(TestDatabaseLive),
-      Layer.provideMerge(config),
-    )
-    const actors = Effect.gen(function* () {
-      const { deployment } = yield* AppConfig
-      for (const v of deployment.venues) {
-        yield* Effect.forkScoped(runVenueWatcher(v))
-        yield* Effect.forkScoped(runTxRelayer(v))
-      }
-      yield* Effect.forkScoped(
-        Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
-          Effect.zipRight(Effect.sleep("250 millis")),
-          Effect.forever,
-        ),
-      )
-      return { hl, aster }
-    })
-    return Layer.scoped(SettleEnv, actors).pipe(Layer.provideMerge(base))
-  }),
-)
+const Live = settleV2ActorsLive({ max_fade_rate: 0, escrow_version: 2 })
 
 // ------------------------------------------------------------------ helpers
 
@@ -109,45 +54,15 @@ const fillsOf = (takeId: string) =>
 const allIn = (takeId: string, states: ReadonlyArray<string>) =>
   Effect.map(fillsOf(takeId), (rows) => rows.length > 0 && rows.every((r) => states.includes(r.state)))
 
-/** One settlement-v2 pass, as the singleton runs it. */
-const pass = Effect.flatMap(AppConfig, ({ deployment }) =>
-  sweepSettlementV2(chainTimes(deployment.venues.map((v) => v.id))),
-)
-
-/** Runs v2 passes until `done` holds (checked after each pass), for `what` (named in the failure). */
-const settleUntil = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
-  pollUntil(Effect.zipRight(pass, done), (ok) => ok, { every: "200 millis", within: "120 seconds" }).pipe(
-    Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
-  )
-
 /** Waits (the singleton running) until `done` holds. */
 const waitFor = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
   pollUntil(done, (ok) => ok, { every: "200 millis", within: "120 seconds" }).pipe(
     Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
   )
 
-const fresh = () => privateKeyToAccount(generatePrivateKey()).address
-
-const newMaker = (i: number, amount: bigint) =>
-  Effect.gen(function* () {
-    const { hl, aster } = yield* SettleEnv
-    const signerKey = generatePrivateKey()
-    return yield* makerOrderV2(hl, aster, {
-      owner: account(i),
-      signerKey,
-      signer: privateKeyToAccount(signerKey),
-      relayer: FUNDER,
-      operator,
-      payee: fresh(),
-      amount,
-      makerVenue: M,
-      takerVenue: T,
-    })
-  })
-
 const newTake = (order: MakerOrderV2, index: number, amountIn: bigint) =>
   Effect.gen(function* () {
-    const { hl, aster } = yield* SettleEnv
+    const { hl, aster } = yield* SettleV2Env
     const payKey = privateKeyToAccount(generatePrivateKey())
     const recipient = fresh()
     const take = yield* signedTakeV2(hl, aster, {
@@ -164,20 +79,8 @@ const newTake = (order: MakerOrderV2, index: number, amountIn: bigint) =>
 /** Both chains' clocks forward by `seconds` (the next block of each carries it). */
 const warp = (seconds: number) =>
   Effect.gen(function* () {
-    const { hl, aster } = yield* SettleEnv
+    const { hl, aster } = yield* SettleV2Env
     yield* Effect.promise(() => Promise.all([hl.test.increaseTime({ seconds }), aster.test.increaseTime({ seconds })]))
-  })
-
-/** The maker's reveal: its own claimPayment on the taker chain, with the secret it derives. */
-const reveal = (order: MakerOrderV2, digest: Hex, index: number) =>
-  Effect.gen(function* () {
-    const { aster } = yield* SettleEnv
-    const data = encodeFunctionData({
-      abi: settlementEscrowV2Abi,
-      functionName: "claimPayment",
-      args: [digest, order.hashlocks.secrets[index]!],
-    })
-    yield* Effect.promise(() => sendCalls(aster, order.owner, [{ to: aster.escrowV2!, data }]))
   })
 
 const escrowOrder = (orderId: Hex) =>
@@ -211,10 +114,10 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
     "a v2 take over two makers settles end to end: locks → authorisation → one payTake → reveals → claims",
     () =>
       Effect.gen(function* () {
-        const { hl, aster } = yield* SettleEnv
+        const { hl, aster } = yield* SettleV2Env
         const sql = yield* SqlClient.SqlClient
-        const A = yield* newMaker(1, 5_000_000n)
-        const B = yield* newMaker(6, 5_000_000n)
+        const A = yield* newMakerV2(1, 5_000_000n)
+        const B = yield* newMakerV2(6, 5_000_000n)
         const payKey = privateKeyToAccount(generatePrivateKey())
         const recipient = fresh()
         const take = yield* signedTakeV2(hl, aster, {
@@ -252,8 +155,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
         // Paid and final: the service waits for the makers (it has no secret).
         yield* pass
         expect(yield* allIn(take.takeId, ["paid"])).toBe(true)
-        yield* reveal(A, take.fills[0]!.digest, 0)
-        yield* reveal(B, take.fills[1]!.digest, 5)
+        yield* revealV2(A, take.fills[0]!.digest, 0)
+        yield* revealV2(B, take.fills[1]!.digest, 5)
         yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
 
         expect(yield* balanceOf(hl, recipient)).toBe(1_400_000n)
@@ -271,9 +174,9 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
 
   it.effect("the pay key cancels before authorising: cancelLock relayed at once, the order's funds back", () =>
     Effect.gen(function* () {
-      const { hl } = yield* SettleEnv
+      const { hl } = yield* SettleV2Env
       const sql = yield* SqlClient.SqlClient
-      const maker = yield* newMaker(7, 5_000_000n)
+      const maker = yield* newMakerV2(7, 5_000_000n)
       const take = yield* newTake(maker, 1, 300_000n)
       const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
@@ -297,7 +200,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
 
   it.effect("no authorisation by payBy: the lock refunds after makerExpiry, no fade, one unpaid lock", () =>
     Effect.gen(function* () {
-      const maker = yield* newMaker(2, 5_000_000n)
+      const maker = yield* newMakerV2(2, 5_000_000n)
       const take = yield* newTake(maker, 0, 2_000_000n)
       const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
@@ -322,8 +225,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
 
   it.effect("the maker never reveals: refundPayment after takerExpiry, refund after makerExpiry, a fade", () =>
     Effect.gen(function* () {
-      const { aster } = yield* SettleEnv
-      const maker = yield* newMaker(4, 5_000_000n)
+      const { aster } = yield* SettleV2Env
+      const maker = yield* newMakerV2(4, 5_000_000n)
       const take = yield* newTake(maker, 0, 1_500_000n)
       const payer0 = yield* balanceOf(aster, PAYER.address)
       yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
@@ -344,10 +247,10 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
 
   it.effect("a crash between committing each key and submitting it: resubmitted, one request per step", () =>
     Effect.gen(function* () {
-      const { hl, aster } = yield* SettleEnv
+      const { hl, aster } = yield* SettleV2Env
       const sql = yield* SqlClient.SqlClient
       const relayer = yield* Relayer
-      const maker = yield* newMaker(1, 2_000_000n)
+      const maker = yield* newMakerV2(1, 2_000_000n)
       const take = yield* newTake(maker, 2, 600_000n)
       const escrowHl0 = yield* balanceOf(hl, hl.escrowV2!)
       // The first submit of every key dies, as if the process stopped right after the key's commit.
@@ -365,7 +268,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       yield* settle(settleUntil("the lock final", allIn(take.takeId, ["locked"])))
       yield* authorizePayment(aster, take, take.payKey)
       yield* settle(settleUntil("the payment final", allIn(take.takeId, ["paid"])))
-      yield* reveal(maker, take.fills[0]!.digest, 2)
+      yield* revealV2(maker, take.fills[0]!.digest, 2)
       yield* settle(settleUntil("settled", allIn(take.takeId, ["settled"])))
       const fillId = take.fills[0]!.id
       const keys = yield* sql<{ idempotency_key: string; status: string }>`
@@ -386,8 +289,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
 
   it.effect("the service stopped after the reveal: on restart it completes the claim", () =>
     Effect.gen(function* () {
-      const { hl, aster } = yield* SettleEnv
-      const maker = yield* newMaker(5, 5_000_000n)
+      const { hl, aster } = yield* SettleV2Env
+      const maker = yield* newMakerV2(5, 5_000_000n)
       const take = yield* newTake(maker, 3, 700_000n)
       // The service runs (the singleton's loop) through the payment…
       const service = yield* Effect.fork(runSettlement(openStoredFillSecret))
@@ -396,7 +299,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       yield* waitFor("the payment final", allIn(take.takeId, ["paid"]))
       // …stops; the maker reveals meanwhile; the service starts again and delivers from the index's secret.
       yield* Fiber.interrupt(service)
-      yield* reveal(maker, take.fills[0]!.digest, 3)
+      yield* revealV2(maker, take.fills[0]!.digest, 3)
       const again = yield* Effect.fork(runSettlement(openStoredFillSecret))
       yield* waitFor("settled", allIn(take.takeId, ["settled"]))
       yield* Fiber.interrupt(again)
