@@ -10,7 +10,6 @@
 import { type Address, createWalletClient, type Hex, http, keccak256, toHex, zeroAddress } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { settlementEscrowV2Abi, settlementEscrowV2Bytecode } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readPayment } from "../../src/Client/EscrowReadsV2.ts"
 import {
@@ -28,22 +27,21 @@ import {
   quoteSetV2AbiArg,
   quoteSetV2TypedData,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { deriveHashlockSet, type HashlockSet, hashlockTree, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { fundV2Order, NO_PERMIT, startV2Chain, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import { type HashlockSet, hashlockTree, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
+import { fundV2Order, mine, NO_PERMIT, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import {
+  MAKER_CHAIN,
+  openV2Order,
+  startV2Chains,
+  TAKER_CHAIN,
+  V2_PARTIES,
+  v2Account,
+} from "../support/EscrowV2Order.ts"
 
-const MAKER_CHAIN = 999
-const TAKER_CHAIN = 42161
-const account = (i: number) => privateKeyToAccount(ANVIL_PRIVATE_KEYS[i] as Hex)
-const operator = account(0)
-const owner = account(1)
-const payer = account(2)
-const recipient = account(4)
-const quoteSignerKey = ANVIL_PRIVATE_KEYS[5] as Hex
-const quoteSigner = privateKeyToAccount(quoteSignerKey)
+const { operator, owner, payer, recipient, quoteSignerKey, payee } = V2_PARTIES
 /** The maker's payee on the taker chain: it sends the reveals and pays their gas. */
-const payeeAccount = account(6)
-const payee = payeeAccount.address
-const attacker = account(7)
+const payeeAccount = v2Account(6)
+const attacker = v2Account(7)
 const orderId = keccak256(toHex("reveal loop order"))
 
 describe("the maker's reveal loop on two anvil chains", () => {
@@ -54,8 +52,6 @@ describe("the maker's reveal loop on two anvil chains", () => {
   let hashlocks: HashlockSet
   let config: RevealLoopConfig
   const lines: Array<string> = []
-
-  const mine = (c: V2Chain, blocks = 2) => c.test.mine({ blocks })
 
   /** A fresh loop: nothing but its config, the maker's key and its endpoints (as after a restart). */
   const freshLoop = () => {
@@ -151,49 +147,8 @@ describe("the maker's reveal loop on two anvil chains", () => {
     (await readPayment(T.pub, await finalSnapshot(T.pub), escrow, digest)).state
 
   beforeAll(async () => {
-    ;[M, T] = await Promise.all([
-      startV2Chain(MAKER_CHAIN, { slotsInAnEpoch: 1 }),
-      startV2Chain(TAKER_CHAIN, { slotsInAnEpoch: 1 }),
-    ])
-    await fundV2Order(M, {
-      owner,
-      relayer: operator,
-      orderId,
-      operator: operator.address,
-      quoteSigner: quoteSigner.address,
-      amount: 10_000_000n,
-    })
-    const now = await M.latestTime()
-    const sequence = 1n
-    hashlocks = deriveHashlockSet(
-      secretKeyOf(quoteSignerKey),
-      { chainId: BigInt(MAKER_CHAIN), makerEscrow: M.escrow, owner: owner.address, orderId, sequence },
-      8,
-    )
-    quoteSet = {
-      owner: owner.address,
-      orderId,
-      sequence,
-      generation: 1n,
-      quoteSize: 10_000_000n,
-      issuedAt: now,
-      validUntil: now + V2_TIMING.maxQuoteLife,
-      hashlockRoot: hashlocks.root,
-      hashlockCount: hashlocks.count,
-      quotes: [
-        {
-          chainId: BigInt(TAKER_CHAIN),
-          token: T.token,
-          escrow: T.escrow,
-          recipient: payee,
-          supply: 1n,
-          receive: 1n,
-          minFill: 1n,
-        },
-      ],
-    }
-    quoteSig = await quoteSigner.signTypedData(quoteSetV2TypedData(MAKER_CHAIN, M.escrow, quoteSet))
-    await T.send(operator, "mint", [payer.address, 10_000_000n], T.token)
+    ;[M, T] = await startV2Chains()
+    ;({ quoteSet, quoteSig, hashlocks } = await openV2Order(M, T, orderId))
     config = {
       makerChainId: MAKER_CHAIN,
       makerEscrow: M.escrow,

@@ -4,10 +4,9 @@
  * service (lock, payTake relay, and its claim when it is "running") and the maker (its own claimPayment); the
  * client's claims are sent by its own gas-paying wallet, counted through its ClaimSender.
  */
-import { type Address, createWalletClient, type Hex, http, keccak256, parseSignature, toHex } from "viem"
+import { createWalletClient, type Hex, http, keccak256, parseSignature, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readLock } from "../../src/Client/EscrowReadsV2.ts"
 import {
@@ -24,23 +23,22 @@ import {
   walletClaimSender,
 } from "../../src/Client/TakerClaim.ts"
 import { checkLocksFinal, signPayTake } from "../../src/Client/TakerLocks.ts"
-import { type QuoteSetV2, quoteSetV2AbiArg, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { deriveHashlockSet, type HashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { fundV2Order, startV2Chain, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import { type QuoteSetV2, quoteSetV2AbiArg } from "../../src/Domain/EscrowTypedDataV2.ts"
+import type { HashlockSet } from "../../src/Domain/Hashlocks.ts"
+import { mine, tokenBalance, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import {
+  MAKER_CHAIN,
+  openV2Order,
+  startV2Chains,
+  TAKER_CHAIN,
+  V2_PARTIES,
+  v2Account,
+} from "../support/EscrowV2Order.ts"
 import { honestFills, proposeTake } from "../support/TakeProposalV2.ts"
 
-const MAKER_CHAIN = 999
-const TAKER_CHAIN = 42161
-const account = (i: number) => privateKeyToAccount(ANVIL_PRIVATE_KEYS[i] as Hex)
-const operator = account(0)
-const owner = account(1)
-const payer = account(2)
-const recipient = account(4)
-const quoteSignerKey = ANVIL_PRIVATE_KEYS[5] as Hex
-const quoteSigner = privateKeyToAccount(quoteSignerKey)
-const payee = account(6).address
+const { operator, owner, payer, recipient, quoteSigner, payee } = V2_PARTIES
 /** The taker client's gas-paying account on the maker chain. */
-const claimer = account(7)
+const claimer = v2Account(7)
 const orderId = keccak256(toHex("taker claim order"))
 
 describe("the taker client claims a stalled v2 lock itself", () => {
@@ -54,9 +52,6 @@ describe("the taker client claims a stalled v2 lock itself", () => {
   /** Claims the client sent, by digest. */
   const sent: Array<Hex> = []
 
-  const balance = (c: V2Chain, who: Address) =>
-    c.pub.readContract({ address: c.token, abi: mockUSDCAbi, functionName: "balanceOf", args: [who] })
-  const mine = (c: V2Chain, blocks = 2) => c.test.mine({ blocks })
   const lockState = async (digest: Hex) => (await readLock(M.pub, await finalSnapshot(M.pub), M.escrow, digest)).state
   const run = (take: CheckedTake, options: Partial<ClaimOptions> = {}) =>
     claimIfStalled(M.pub, T.pub, take, sender, { now: () => 0n, ...options })
@@ -132,10 +127,7 @@ describe("the taker client claims a stalled v2 lock itself", () => {
   }
 
   beforeAll(async () => {
-    ;[M, T] = await Promise.all([
-      startV2Chain(MAKER_CHAIN, { slotsInAnEpoch: 1 }),
-      startV2Chain(TAKER_CHAIN, { slotsInAnEpoch: 1 }),
-    ])
+    ;[M, T] = await startV2Chains()
     takerConfig = {
       chains: {
         [MAKER_CHAIN]: { escrow: M.escrow, token: M.token },
@@ -143,45 +135,7 @@ describe("the taker client claims a stalled v2 lock itself", () => {
       },
       minClaimWindowSeconds: V2_TIMING.claimWindow,
     }
-    await fundV2Order(M, {
-      owner,
-      relayer: operator,
-      orderId,
-      operator: operator.address,
-      quoteSigner: quoteSigner.address,
-      amount: 10_000_000n,
-    })
-    const now = await M.latestTime()
-    const sequence = 1n
-    hashlocks = deriveHashlockSet(
-      secretKeyOf(quoteSignerKey),
-      { chainId: BigInt(MAKER_CHAIN), makerEscrow: M.escrow, owner: owner.address, orderId, sequence },
-      8,
-    )
-    quoteSet = {
-      owner: owner.address,
-      orderId,
-      sequence,
-      generation: 1n,
-      quoteSize: 10_000_000n,
-      issuedAt: now,
-      validUntil: now + V2_TIMING.maxQuoteLife,
-      hashlockRoot: hashlocks.root,
-      hashlockCount: hashlocks.count,
-      quotes: [
-        {
-          chainId: BigInt(TAKER_CHAIN),
-          token: T.token,
-          escrow: T.escrow,
-          recipient: payee,
-          supply: 1n,
-          receive: 1n,
-          minFill: 1n,
-        },
-      ],
-    }
-    quoteSig = await quoteSigner.signTypedData(quoteSetV2TypedData(MAKER_CHAIN, M.escrow, quoteSet))
-    await T.send(operator, "mint", [payer.address, 10_000_000n], T.token)
+    ;({ quoteSet, quoteSig, hashlocks } = await openV2Order(M, T, orderId))
     const wallet = walletClaimSender(
       createWalletClient({ account: claimer, chain: M.chain, transport: http(M.anvil.rpcUrl) }),
     )
@@ -200,7 +154,7 @@ describe("the taker client claims a stalled v2 lock itself", () => {
   it("the service stopped after the maker's reveal: after the grace the client's claim pays the recipient", async () => {
     const take = await paidTake([0, 1], 1_000_000n)
     const digests = take.fills.map((f) => f.digest)
-    const before = await balance(M, recipient.address)
+    const before = await tokenBalance(M, recipient.address)
 
     // Revealed at latest only: not final on the client's taker endpoint, nothing sent.
     const revealedAt = await reveal(take, 0, false)
@@ -224,7 +178,7 @@ describe("the taker client claims a stalled v2 lock itself", () => {
     expect(sent).toEqual([digests[0]])
     await mine(M)
     expect(await lockState(digests[0]!)).toBe("Claimed")
-    expect((await balance(M, recipient.address)) - before).toBe(take.fills[0]!.fill.amountOut)
+    expect((await tokenBalance(M, recipient.address)) - before).toBe(take.fills[0]!.fill.amountOut)
 
     // Fill 1 revealed later; a configured grace of 0 claims it at once. Fill 0 is not sent again.
     const revealedAt1 = await reveal(take, 1)
@@ -233,7 +187,7 @@ describe("the taker client claims a stalled v2 lock itself", () => {
     expect(sent).toEqual(digests)
     await mine(M)
     expect(await lockState(digests[1]!)).toBe("Claimed")
-    expect((await balance(M, recipient.address)) - before).toBe(1_000_000n)
+    expect((await tokenBalance(M, recipient.address)) - before).toBe(1_000_000n)
     sent.length = 0
   })
 
@@ -242,11 +196,11 @@ describe("the taker client claims a stalled v2 lock itself", () => {
     const f = take.fills[0]!
     const revealedAt = await reveal(take, 0)
     await M.send(operator, "claim", [f.digest, hashlocks.secrets[f.fill.hashlockIndex]!])
-    const before = await balance(M, recipient.address)
+    const before = await tokenBalance(M, recipient.address)
     const out = await run(take, { now: () => revealedAt + DEFAULT_CLAIM_GRACE_SECONDS })
     expect(out.map((o) => o.reason)).toEqual(["already_claimed"])
     expect(sent).toEqual([])
-    expect(await balance(M, recipient.address)).toBe(before)
+    expect(await tokenBalance(M, recipient.address)).toBe(before)
   })
 
   it("the service claims between the client's read and its send: the revert is success", async () => {

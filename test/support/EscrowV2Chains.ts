@@ -150,3 +150,10 @@ export const fundV2Order = async (
   await c.send(p.relayer, "fund", [order, signature, NO_PERMIT])
   return order
 }
+
+/** Mines `blocks` blocks on `c`; the default 2 makes what is at `latest` now visible at `finalized`. */
+export const mine = (c: V2Chain, blocks = 2) => c.test.mine({ blocks })
+
+/** `who`'s MockUSDC balance on `c`, at `latest`. */
+export const tokenBalance = (c: V2Chain, who: Address) =>
+  c.pub.readContract({ address: c.token, abi: mockUSDCAbi, functionName: "balanceOf", args: [who] })

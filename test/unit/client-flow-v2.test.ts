@@ -7,7 +7,6 @@
 import { type Address, getAddress, type Hex, keccak256, parseSignature, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readLock, readPayment } from "../../src/Client/EscrowReadsV2.ts"
 import { decideReveal, type MakerConfig } from "../../src/Client/MakerReveal.ts"
@@ -26,22 +25,13 @@ import {
   payTakeTypedData,
   type QuoteSetV2,
   quoteSetV2AbiArg,
-  quoteSetV2TypedData,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { deriveHashlockSet, type HashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { fundV2Order, startV2Chain, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import type { HashlockSet } from "../../src/Domain/Hashlocks.ts"
+import { mine, tokenBalance, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
+import { MAKER_CHAIN, openV2Order, startV2Chains, TAKER_CHAIN, V2_PARTIES } from "../support/EscrowV2Order.ts"
 import { honestFills, proposeTake } from "../support/TakeProposalV2.ts"
 
-const MAKER_CHAIN = 999
-const TAKER_CHAIN = 42161
-const account = (i: number) => privateKeyToAccount(ANVIL_PRIVATE_KEYS[i] as Hex)
-const operator = account(0)
-const owner = account(1)
-const payer = account(2)
-const recipient = account(4)
-const quoteSignerKey = ANVIL_PRIVATE_KEYS[5] as Hex
-const quoteSigner = privateKeyToAccount(quoteSignerKey)
-const payee = account(6).address
+const { operator, owner, payer, recipient, quoteSigner, payee } = V2_PARTIES
 const orderId = keccak256(toHex("flow order"))
 
 describe("settlement v2 clients on two anvil chains", () => {
@@ -52,10 +42,6 @@ describe("settlement v2 clients on two anvil chains", () => {
   let quoteSet: QuoteSetV2
   let quoteSig: Hex
   let hashlocks: HashlockSet
-
-  const balance = (c: V2Chain, who: Address) =>
-    c.pub.readContract({ address: c.token, abi: mockUSDCAbi, functionName: "balanceOf", args: [who] })
-  const mine = (c: V2Chain, blocks = 2) => c.test.mine({ blocks })
 
   /** A take proposed by an honest API over this maker's set, checked by the taker client and signed by the payer. */
   const signedTake = async (p: {
@@ -121,10 +107,7 @@ describe("settlement v2 clients on two anvil chains", () => {
   }
 
   beforeAll(async () => {
-    ;[M, T] = await Promise.all([
-      startV2Chain(MAKER_CHAIN, { slotsInAnEpoch: 1 }),
-      startV2Chain(TAKER_CHAIN, { slotsInAnEpoch: 1 }),
-    ])
+    ;[M, T] = await startV2Chains()
     takerConfig = {
       chains: {
         [MAKER_CHAIN]: { escrow: M.escrow, token: M.token },
@@ -138,45 +121,7 @@ describe("settlement v2 clients on two anvil chains", () => {
       takerChains: { [TAKER_CHAIN]: { escrow: T.escrow, payee } },
       revealCutoffSeconds: 120n,
     }
-    await fundV2Order(M, {
-      owner,
-      relayer: operator,
-      orderId,
-      operator: operator.address,
-      quoteSigner: quoteSigner.address,
-      amount: 10_000_000n,
-    })
-    const now = await M.latestTime()
-    const sequence = 1n
-    hashlocks = deriveHashlockSet(
-      secretKeyOf(quoteSignerKey),
-      { chainId: BigInt(MAKER_CHAIN), makerEscrow: M.escrow, owner: owner.address, orderId, sequence },
-      8,
-    )
-    quoteSet = {
-      owner: owner.address,
-      orderId,
-      sequence,
-      generation: 1n,
-      quoteSize: 10_000_000n,
-      issuedAt: now,
-      validUntil: now + V2_TIMING.maxQuoteLife,
-      hashlockRoot: hashlocks.root,
-      hashlockCount: hashlocks.count,
-      quotes: [
-        {
-          chainId: BigInt(TAKER_CHAIN),
-          token: T.token,
-          escrow: T.escrow,
-          recipient: payee,
-          supply: 1n,
-          receive: 1n,
-          minFill: 1n,
-        },
-      ],
-    }
-    quoteSig = await quoteSigner.signTypedData(quoteSetV2TypedData(MAKER_CHAIN, M.escrow, quoteSet))
-    await T.send(operator, "mint", [payer.address, 10_000_000n], T.token)
+    ;({ quoteSet, quoteSig, hashlocks } = await openV2Order(M, T, orderId))
   })
 
   afterAll(async () => {
@@ -234,8 +179,8 @@ describe("settlement v2 clients on two anvil chains", () => {
     const notYet = await revealFor(0)
     expect(!notYet.reveal && notYet.reasons.map((r) => r.code)).toContain("payment_state")
     await mine(T)
-    const payeeBefore = await balance(T, payee)
-    const recipientBefore = await balance(M, recipient.address)
+    const payeeBefore = await tokenBalance(T, payee)
+    const recipientBefore = await tokenBalance(M, recipient.address)
     for (const i of [0, 1]) {
       const d = await revealFor(i)
       expect(d.reveal ? [] : d.reasons).toEqual([])
@@ -245,8 +190,8 @@ describe("settlement v2 clients on two anvil chains", () => {
       // The secret is public now: anyone (here the operator) completes the claim on the maker chain.
       await M.send(operator, "claim", [d.digest, d.secret])
     }
-    expect((await balance(T, payee)) - payeeBefore).toBe(1_000_000n)
-    expect((await balance(M, recipient.address)) - recipientBefore).toBe(1_000_000n)
+    expect((await tokenBalance(T, payee)) - payeeBefore).toBe(1_000_000n)
+    expect((await tokenBalance(M, recipient.address)) - recipientBefore).toBe(1_000_000n)
   })
 
   it("the pay key cancels before authorising; after authorising only once payBy passed at finalized unpaid", async () => {
