@@ -35,5 +35,7 @@ Layer.launch(MainLive).pipe(
         .replace(/\s+/g, " ")}`,
     ),
   ),
-  NodeRuntime.runMain,
+  // Without disablePrettyLogger runMain adds its pretty logger beside ours: every Effect log line printed twice,
+  // once as text, so the log was not one JSON object per line (test/integration/demo.test.ts checks it).
+  NodeRuntime.runMain({ disablePrettyLogger: true }),
 )
