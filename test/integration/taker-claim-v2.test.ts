@@ -4,17 +4,11 @@
  * service (lock, payTake relay, and its claim when it is "running") and the maker (its own claimPayment); the
  * client's claims are sent by its own gas-paying wallet, counted through its ClaimSender.
  */
-import { createWalletClient, type Hex, http, keccak256, parseSignature, toHex } from "viem"
+import { createWalletClient, type Hex, http, keccak256, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readLock } from "../../src/Client/EscrowReadsV2.ts"
-import {
-  type CheckedTake,
-  checkTakeProposal,
-  type TakerConfig,
-  type TakerIntent,
-} from "../../src/Client/TakerChecks.ts"
+import type { CheckedTake } from "../../src/Client/TakerChecks.ts"
 import {
   type ClaimOptions,
   type ClaimSender,
@@ -23,20 +17,13 @@ import {
   walletClaimSender,
 } from "../../src/Client/TakerClaim.ts"
 import { checkLocksFinal, signPayTake } from "../../src/Client/TakerLocks.ts"
-import { type QuoteSetV2, quoteSetV2AbiArg } from "../../src/Domain/EscrowTypedDataV2.ts"
+import type { QuoteSetV2 } from "../../src/Domain/EscrowTypedDataV2.ts"
 import type { HashlockSet } from "../../src/Domain/Hashlocks.ts"
-import { mine, tokenBalance, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
-import {
-  MAKER_CHAIN,
-  openV2Order,
-  startV2Chains,
-  TAKER_CHAIN,
-  V2_PARTIES,
-  v2Account,
-} from "../support/EscrowV2Order.ts"
-import { honestFills, proposeTake } from "../support/TakeProposalV2.ts"
+import { checkedV2Take, lockV2Take, signV2Take } from "../support/CheckedTakeV2.ts"
+import { mine, tokenBalance, type V2Chain } from "../support/EscrowV2Chains.ts"
+import { openV2Order, startV2Chains, V2_PARTIES, v2Account } from "../support/EscrowV2Order.ts"
 
-const { operator, owner, payer, recipient, quoteSigner, payee } = V2_PARTIES
+const { operator, payer, recipient, quoteSigner } = V2_PARTIES
 /** The taker client's gas-paying account on the maker chain. */
 const claimer = v2Account(7)
 const orderId = keccak256(toHex("taker claim order"))
@@ -44,7 +31,6 @@ const orderId = keccak256(toHex("taker claim order"))
 describe("the taker client claims a stalled v2 lock itself", () => {
   let M: V2Chain
   let T: V2Chain
-  let takerConfig: TakerConfig
   let quoteSet: QuoteSetV2
   let quoteSig: Hex
   let hashlocks: HashlockSet
@@ -59,59 +45,18 @@ describe("the taker client claims a stalled v2 lock itself", () => {
   /** A take over hashlock `slots`, checked and signed, locked (final) and paid (final) by its pay key. */
   const paidTake = async (slots: ReadonlyArray<number>, amountIn: bigint) => {
     const payKey = privateKeyToAccount(generatePrivateKey())
-    const now = await T.latestTime()
-    const intent: TakerIntent = {
-      takerChainId: TAKER_CHAIN,
-      makerChainId: MAKER_CHAIN,
-      payer: payer.address,
-      recipient: recipient.address,
-      amountIn,
-      minOut: amountIn,
-      maxParts: 8,
-      payKey: payKey.address,
-      maxPayBy: now + 250n,
-      dex: 0,
-      toMargin: false,
-    }
-    const fills = honestFills(intent, takerConfig, {
-      parts: slots.length,
-      owner: owner.address,
-      payee,
-      orderIds: slots.map(() => orderId),
-      sequence: quoteSet.sequence,
-      hashlocks: slots.map((index) => ({ index, hashlock: hashlocks.hashlocks[index]! })),
-    }).map((f, i) => ({ ...f, fillId: keccak256(toHex(`claim fill ${slots[i]}`)) }))
-    const nonce = await T.pub.readContract({
-      address: T.token,
-      abi: mockUSDCAbi,
-      functionName: "nonces",
-      args: [payer.address],
-    })
-    const checked = checkTakeProposal(
-      intent,
-      takerConfig,
-      proposeTake(intent, takerConfig, fills, { nonce, deadline: intent.maxPayBy + 60n }),
-      now,
+    const take = await checkedV2Take(
+      M,
+      T,
+      { quoteSet, hashlocks },
+      { payer, payKey: payKey.address, amountIn, slots, fillIds: "claim fill" },
     )
-    if (!checked.ok) throw new Error(JSON.stringify(checked.problems))
-    const take = checked.take
-    const fillSigs = await Promise.all(take.fills.map((f) => payer.signTypedData(f.typedData)))
-    for (const [i, f] of take.fills.entries()) {
-      const proof = hashlocks.proof(f.fill.hashlockIndex)
-      await M.send(operator, "lock", [f.fill, fillSigs[i], quoteSetV2AbiArg(quoteSet), 0n, quoteSig, proof])
-    }
+    const { fillSigs, permit: permitArg } = await signV2Take(payer, take)
+    await lockV2Take(M, { quoteSet, quoteSig, hashlocks }, take, fillSigs)
     await mine(M)
     const final = await checkLocksFinal(M.pub, take)
     if (!final.ok) throw new Error(JSON.stringify(final.problems))
     const auth = await signPayTake(payKey, final.locks)
-    const permit = parseSignature(await payer.signTypedData(take.permit))
-    const permitArg = {
-      value: take.permit.message.value,
-      deadline: take.permit.message.deadline,
-      v: Number(permit.v),
-      r: permit.r,
-      s: permit.s,
-    }
     await T.send(operator, "payTake", [take.fills.map((f) => f.fill), fillSigs, auth.signature, permitArg])
     await mine(T)
     return take
@@ -128,13 +73,6 @@ describe("the taker client claims a stalled v2 lock itself", () => {
 
   beforeAll(async () => {
     ;[M, T] = await startV2Chains()
-    takerConfig = {
-      chains: {
-        [MAKER_CHAIN]: { escrow: M.escrow, token: M.token },
-        [TAKER_CHAIN]: { escrow: T.escrow, token: T.token, tokenName: "USD Coin", tokenVersion: "1" },
-      },
-      minClaimWindowSeconds: V2_TIMING.claimWindow,
-    }
     ;({ quoteSet, quoteSig, hashlocks } = await openV2Order(M, T, orderId))
     const wallet = walletClaimSender(
       createWalletClient({ account: claimer, chain: M.chain, transport: http(M.anvil.rpcUrl) }),

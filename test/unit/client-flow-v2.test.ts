@@ -4,19 +4,13 @@
  * pay key, the maker's reveal decision from its own finalized reads, the pay key's cancel policy, and an
  * operator-as-taker payment with no lock. Deploys the generated SettlementEscrowV2 artifact.
  */
-import { type Address, getAddress, type Hex, keccak256, parseSignature, toHex } from "viem"
+import { type Address, getAddress, type Hex, keccak256, toHex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { finalSnapshot, readLock, readPayment } from "../../src/Client/EscrowReadsV2.ts"
 import { decideReveal, type MakerConfig } from "../../src/Client/MakerReveal.ts"
 import { decideCancelFill, signCancelFill } from "../../src/Client/TakerCancel.ts"
-import {
-  type CheckedTake,
-  checkTakeProposal,
-  type TakerConfig,
-  type TakerIntent,
-} from "../../src/Client/TakerChecks.ts"
+import type { CheckedTake } from "../../src/Client/TakerChecks.ts"
 import { checkLocksFinal, signPayTake } from "../../src/Client/TakerLocks.ts"
 import {
   type FillV2,
@@ -24,12 +18,11 @@ import {
   fillV2TypedData,
   payTakeTypedData,
   type QuoteSetV2,
-  quoteSetV2AbiArg,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
 import type { HashlockSet } from "../../src/Domain/Hashlocks.ts"
+import { checkedV2Take, lockV2Take, signV2Take } from "../support/CheckedTakeV2.ts"
 import { mine, tokenBalance, V2_TIMING, type V2Chain } from "../support/EscrowV2Chains.ts"
 import { MAKER_CHAIN, openV2Order, startV2Chains, TAKER_CHAIN, V2_PARTIES } from "../support/EscrowV2Order.ts"
-import { honestFills, proposeTake } from "../support/TakeProposalV2.ts"
 
 const { operator, owner, payer, recipient, quoteSigner, payee } = V2_PARTIES
 const orderId = keccak256(toHex("flow order"))
@@ -37,7 +30,6 @@ const orderId = keccak256(toHex("flow order"))
 describe("settlement v2 clients on two anvil chains", () => {
   let M: V2Chain
   let T: V2Chain
-  let takerConfig: TakerConfig
   let makerConfig: MakerConfig
   let quoteSet: QuoteSetV2
   let quoteSig: Hex
@@ -46,75 +38,20 @@ describe("settlement v2 clients on two anvil chains", () => {
   /** A take proposed by an honest API over this maker's set, checked by the taker client and signed by the payer. */
   const signedTake = async (p: {
     payKey: Address
-    parts: number
     amountIn: bigint
     slots: ReadonlyArray<number>
     payer?: typeof payer
   }) => {
     const who = p.payer ?? payer
-    const now = await T.latestTime()
-    const intent: TakerIntent = {
-      takerChainId: TAKER_CHAIN,
-      makerChainId: MAKER_CHAIN,
-      payer: who.address,
-      recipient: recipient.address,
-      amountIn: p.amountIn,
-      minOut: p.amountIn,
-      maxParts: 8,
-      payKey: p.payKey,
-      maxPayBy: now + 250n,
-      dex: 0,
-      toMargin: false,
-    }
-    const fills = honestFills(intent, takerConfig, {
-      parts: p.parts,
-      owner: owner.address,
-      payee,
-      orderIds: p.slots.map(() => orderId),
-      sequence: quoteSet.sequence,
-      hashlocks: p.slots.map((index) => ({ index, hashlock: hashlocks.hashlocks[index]! })),
-    }).map((f, i) => ({ ...f, fillId: keccak256(toHex(`fill ${p.slots[i]}`)) }))
-    const nonce = await T.pub.readContract({
-      address: T.token,
-      abi: mockUSDCAbi,
-      functionName: "nonces",
-      args: [who.address],
-    })
-    const toSign = proposeTake(intent, takerConfig, fills, { nonce, deadline: intent.maxPayBy + 60n })
-    const checked = checkTakeProposal(intent, takerConfig, toSign, now)
-    if (!checked.ok) throw new Error(JSON.stringify(checked.problems))
-    const take = checked.take
-    const fillSigs = await Promise.all(take.fills.map((f) => who.signTypedData(f.typedData)))
-    const permit = parseSignature(await who.signTypedData(take.permit))
-    return {
-      take,
-      fillSigs,
-      permit: {
-        value: take.permit.message.value,
-        deadline: take.permit.message.deadline,
-        v: Number(permit.v),
-        r: permit.r,
-        s: permit.s,
-      },
-    }
+    const take = await checkedV2Take(M, T, { quoteSet, hashlocks }, { ...p, payer: who, fillIds: "fill" })
+    return { take, ...(await signV2Take(who, take)) }
   }
 
-  const lockAll = async (take: CheckedTake, fillSigs: ReadonlyArray<Hex>) => {
-    for (const [i, f] of take.fills.entries()) {
-      const proof = hashlocks.proof(f.fill.hashlockIndex)
-      await M.send(operator, "lock", [f.fill, fillSigs[i], quoteSetV2AbiArg(quoteSet), 0n, quoteSig, proof])
-    }
-  }
+  const lockAll = (take: CheckedTake, fillSigs: ReadonlyArray<Hex>) =>
+    lockV2Take(M, { quoteSet, quoteSig, hashlocks }, take, fillSigs)
 
   beforeAll(async () => {
     ;[M, T] = await startV2Chains()
-    takerConfig = {
-      chains: {
-        [MAKER_CHAIN]: { escrow: M.escrow, token: M.token },
-        [TAKER_CHAIN]: { escrow: T.escrow, token: T.token, tokenName: "USD Coin", tokenVersion: "1" },
-      },
-      minClaimWindowSeconds: V2_TIMING.claimWindow,
-    }
     makerConfig = {
       makerChainId: MAKER_CHAIN,
       makerEscrow: M.escrow,
@@ -132,7 +69,6 @@ describe("settlement v2 clients on two anvil chains", () => {
     const payKey = privateKeyToAccount(generatePrivateKey())
     const { take, fillSigs, permit } = await signedTake({
       payKey: payKey.address,
-      parts: 2,
       amountIn: 1_000_000n,
       slots: [0, 1],
     })
@@ -196,8 +132,8 @@ describe("settlement v2 clients on two anvil chains", () => {
 
   it("the pay key cancels before authorising; after authorising only once payBy passed at finalized unpaid", async () => {
     const payKey = privateKeyToAccount(generatePrivateKey())
-    const a = await signedTake({ payKey: payKey.address, parts: 1, amountIn: 100_000n, slots: [2] })
-    const b = await signedTake({ payKey: payKey.address, parts: 1, amountIn: 100_000n, slots: [3] })
+    const a = await signedTake({ payKey: payKey.address, amountIn: 100_000n, slots: [2] })
+    const b = await signedTake({ payKey: payKey.address, amountIn: 100_000n, slots: [3] })
     await lockAll(a.take, a.fillSigs)
     await lockAll(b.take, b.fillSigs)
 
