@@ -1,15 +1,20 @@
 /**
  * A maker bot: holds an mk_ credential, renews its quote identity's lease every few seconds (the
  * dead-man switch: if this process stops, the lease lapses and its quotes stop being admitted),
- * and keeps a signed quote set published for one order. Exits non-zero with a clear message when
- * the lease cannot be kept.
+ * and keeps a signed quote set published for one order. The service being unreachable (a network fault, a 5xx,
+ * 408 or 429) is retried with capped, jittered backoff (infra/maker/ServiceFaults.ts), one log line per change; a
+ * lapsed lease is simply renewed again when the service answers (a new generation: the set is republished). Only a
+ * permanent refusal of the lease (any other 4xx) stops quoting: its code and message are printed, and the process
+ * exits non-zero once the reveal loop has nothing left it could reveal.
  *
  * For an order on the v2 escrow (`--escrow-v2` names its venue; DESIGN §10) each set also carries the maker's
  * hashlocks: derived from secretKeyOf(signer key) over (maker chain, maker v2 escrow, owner, order id, sequence), so
  * only their hashes and root leave this process, never a secret. Beside the lease loop, the reveal loop
  * (src/Client/MakerRevealLoop.ts) watches its own endpoints (`--rpc`) and reveals by its own claimPayment from
- * MAKER_PAYEE_KEY; it keeps no state, so a restarted bot reveals what is still open. It stops with the bot: run the
- * bot again until open payments are revealed (a payment left unrevealed refunds to the taker and counts as a fade).
+ * MAKER_PAYEE_KEY; it keeps no state, so a restarted bot reveals what is still open. It never waits on the service:
+ * it runs through an outage and after a refusal, until every payment it could still reveal is past its cutoff
+ * (no lock under a set outlives valid_until + MAX_LOCK) or SIGINT/SIGTERM (a payment left unrevealed refunds to the
+ * taker and counts as a fade).
  */
 import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
@@ -20,6 +25,7 @@ import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTyp
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
 import { type MakerOptions, type MakerV2Options, parseMakerOptions, UsageError } from "./MakerOptions.ts"
+import { backoffMs, classify, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
 
 interface Venue {
   readonly id: string
@@ -30,18 +36,32 @@ interface Venue {
 
 class MakerStop extends Error {}
 
-const call = async (o: MakerOptions, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${o.api}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${o.credential}`, ...(body ? { "content-type": "application/json" } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(5000),
-  })
+/**
+ * One request to the service. Resolves with the 2xx body; throws ServiceUnavailable for a network fault (the error's
+ * name only: a message may quote the URL) or a 5xx/408/429, ServiceRefused for any other 4xx.
+ */
+const call = async (o: MakerOptions, method: string, path: string, body?: unknown, auth = true) => {
+  let res: Response
+  try {
+    res = await fetch(`${o.api}${path}`, {
+      method,
+      headers: {
+        ...(auth ? { authorization: `Bearer ${o.credential}` } : {}),
+        ...(body ? { "content-type": "application/json" } : {}),
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(5000),
+    })
+  } catch (e) {
+    throw new ServiceUnavailable(errorName(e))
+  }
   const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
-  return { status: res.status, json }
+  classify(res.status, json, res.headers.get("retry-after"))
+  return json
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** First backoff ceiling (ms); the cap is the renewal interval, so a returning service is seen within one renewal. */
+const BACKOFF_BASE_MS = 250
 
 /** How many of its own published v2 sets the bot remembers (the reveal loop's fallback to a lock's calldata). */
 const KNOWN_SETS = 64
@@ -120,14 +140,38 @@ const revealLoop = (
   )
 }
 
-export const runMaker = async (o: MakerOptions, log: (line: string) => void = console.log) => {
+export const runMaker = async (
+  o: MakerOptions,
+  log: (line: string) => void = console.log,
+  stop: ReturnType<typeof stopper> = stopper(),
+) => {
   const signer = privateKeyToAccount(o.signerKey)
-  const venues = ((await (await fetch(`${o.api}/v1/venues`)).json()) as { data: Array<Venue> }).data
-  if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log)
-  const info = (await (await fetch(`${o.api}/v1/info`)).json()) as {
-    limits: { quote_validity_seconds_max: number }
-    settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number }
+  const service = reachability(log)
+  const started = Date.now()
+  const running = () => !stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)
+  /** A public read, retried through an outage (it is needed before anything else can start). */
+  const read = async <A>(path: string): Promise<A | undefined> => {
+    for (let attempt = 0; running(); attempt++) {
+      try {
+        const json = await call(o, "GET", path, undefined, false)
+        service.ok()
+        return json as A
+      } catch (e) {
+        if (!(e instanceof ServiceUnavailable)) throw e
+        service.fault(e.reason)
+        await stop.sleep(backoffMs(attempt, BACKOFF_BASE_MS, o.renewSeconds * 1000, e.retryAfterMs))
+      }
+    }
+    return undefined
   }
+  const venues = (await read<{ data: Array<Venue> }>("/v1/venues"))?.data
+  if (venues === undefined) return
+  if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log, stop)
+  const info = await read<{
+    limits: { quote_validity_seconds_max: number }
+    settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number; max_lock_seconds?: number }
+  }>("/v1/info")
+  if (info === undefined) return
   if (
     o.validitySeconds <= info.settlement.lock_cutoff_seconds ||
     o.validitySeconds > info.limits.quote_validity_seconds_max
@@ -142,25 +186,15 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
   if (o.v2 !== undefined && maxLife !== undefined && o.validitySeconds > maxLife) {
     throw new UsageError(`--validity must be at most ${maxLife} s (max_quote_life_seconds) for a v2 order`)
   }
-  const started = Date.now()
   const known: Array<QuoteSetV2> = []
   const reveals = o.v2 === undefined ? undefined : revealLoop(o, o.v2, venues, () => known, log)
-  let leaseExpiresAt = 0
   let generation = ""
   let published = { generation: "", validUntil: 0, sequence: 0 }
+  // Set once the lease is refused for good (a revoked or unknown credential or identity): printed at exit.
+  let refused: ServiceRefused | undefined
   const renew = async () => {
-    const res = await call(o, "PUT", `/v1/quote-identities/${o.identity}/lease`, { ttl_seconds: o.ttlSeconds })
-    if (res.status !== 200) {
-      const error = (res.json.error ?? {}) as { code?: string; message?: string }
-      // A revoked or unknown credential never comes back: stop at once.
-      if (res.status === 401 || res.status === 403 || res.status === 404 || res.status === 409) {
-        throw new MakerStop(`lease refused (${res.status} ${error.code ?? ""}: ${error.message ?? ""})`)
-      }
-      return false
-    }
-    leaseExpiresAt = Date.parse(String(res.json.expires_at))
-    generation = String(res.json.generation)
-    return true
+    const json = await call(o, "PUT", `/v1/quote-identities/${o.identity}/lease`, { ttl_seconds: o.ttlSeconds })
+    generation = String(json.generation)
   }
   const publish = async () => {
     const makerVenue = venues.find((v) => v.id === o.venue)
@@ -236,47 +270,62 @@ export const runMaker = async (o: MakerOptions, log: (line: string) => void = co
         signature,
       }
     }
-    const res = await call(o, "PUT", `/v1/orders/${o.order}/quotes`, body)
-    if (res.status !== 200) {
-      const error = (res.json.error ?? {}) as { code?: string; message?: string }
-      log(`quote set ${sequence} refused: ${error.code} ${error.message}`)
+    // The set may reach the service even when its answer is lost: the reveal loop keeps it either way.
+    if (v2Set !== undefined) known.splice(0, Math.max(0, known.push(v2Set) - KNOWN_SETS))
+    try {
+      await call(o, "PUT", `/v1/orders/${o.order}/quotes`, body)
+    } catch (e) {
+      // A refused set (e.g. a generation the lease has moved past) is made again at the next renewal.
+      if (!(e instanceof ServiceRefused)) throw e
+      log(`quote set ${sequence} refused: ${e.code} ${e.detail}`)
       return
     }
     published = { generation, validUntil, sequence }
-    if (v2Set !== undefined) known.splice(0, Math.max(0, known.push(v2Set) - KNOWN_SETS))
     log(
       `published quote set ${sequence} (generation ${generation}, valid until ${new Date(validUntil * 1000).toISOString()})`,
     )
   }
-  // The reveal loop runs beside the lease loop (a slow chain never delays a renewal) and stops with it.
-  let stopped = false
+  // The reveal loop runs beside the lease loop (a slow chain never delays a renewal) and never waits on the service.
+  // After a refusal it runs on until no payment can still be revealed: a lock is made under a set before its
+  // valid_until and holds at most MAX_LOCK, so past the last set's valid_until + MAX_LOCK, with nothing under watch,
+  // every payment this maker could reveal is past its cutoff.
+  const maxLockMs = (info.settlement.max_lock_seconds ?? o.validitySeconds) * 1000
+  const revealHorizon = () => Math.max(published.validUntil * 1000, started + o.validitySeconds * 1000) + maxLockMs
   const revealing = (async () => {
-    while (reveals !== undefined && !stopped) {
+    while (reveals !== undefined && running()) {
       await reveals.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-      if (!stopped) await sleep(o.renewSeconds * 1000)
+      if (refused !== undefined && reveals.watching().length === 0 && Date.now() > revealHorizon()) return
+      await stop.sleep(o.renewSeconds * 1000)
     }
   })()
-  try {
-    await leaseLoop()
-  } finally {
-    stopped = true
-    await revealing
-  }
+  await leaseLoop()
+  await revealing
+  if (refused !== undefined) throw new MakerStop(`lease refused (${refused.message})`)
   async function leaseLoop() {
-    while (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000) {
-      let renewed = false
+    let attempt = 0
+    while (running()) {
       try {
-        renewed = await renew()
+        await renew()
+        service.ok()
+        attempt = 0
+        // A lease that lapsed during an outage comes back with a new generation: the set is made again under it.
+        const stale =
+          published.generation !== generation ||
+          published.validUntil * 1000 - Date.now() < (o.validitySeconds * 1000) / 2
+        if (stale) await publish()
+        await stop.sleep(o.renewSeconds * 1000)
       } catch (e) {
-        if (e instanceof MakerStop) throw e
+        if (e instanceof ServiceRefused) {
+          refused = e
+          if (reveals !== undefined) {
+            log(`quoting stopped: lease refused (${e.message}); revealing until open payments are past their cutoff`)
+          }
+          return
+        }
+        if (!(e instanceof ServiceUnavailable)) throw e
+        service.fault(e.reason)
+        await stop.sleep(backoffMs(attempt++, BACKOFF_BASE_MS, o.renewSeconds * 1000, e.retryAfterMs))
       }
-      if (!renewed && Date.now() >= leaseExpiresAt - o.renewSeconds * 1000) {
-        throw new MakerStop("the lease could not be renewed before it expires")
-      }
-      const stale =
-        published.generation !== generation || published.validUntil * 1000 - Date.now() < (o.validitySeconds * 1000) / 2
-      if (renewed && stale) await publish()
-      await sleep(o.renewSeconds * 1000)
     }
   }
 }
@@ -290,20 +339,30 @@ const runRevealOnly = async (
   v2: MakerV2Options,
   venues: ReadonlyArray<Venue>,
   log: (line: string) => void,
+  stop: ReturnType<typeof stopper>,
 ) => {
   const loop = revealLoop(o, v2, venues, () => [], log)
   const started = Date.now()
   log("reveal loop only: watching payments to this maker")
-  while (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000) {
+  while (!stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)) {
     await loop.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-    await sleep(o.renewSeconds * 1000)
+    await stop.sleep(o.renewSeconds * 1000)
   }
 }
 
 const main = async () => {
   try {
     const options = parseMakerOptions(process.argv.slice(2), process.env)
-    await runMaker(options)
+    // SIGINT/SIGTERM end the loops at their next sleep (a pass in flight finishes), then the process exits 0.
+    const stop = stopper()
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      process.once(signal, () => {
+        console.log(`maker: ${signal}: stopping`)
+        stop.stop()
+      })
+    }
+    await runMaker(options, console.log, stop)
+    process.exit(0)
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e)
     console.error(`maker: ${message}`)
