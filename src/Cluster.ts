@@ -11,8 +11,10 @@ import { RpcSerialization } from "@effect/rpc"
 import { Config, Effect, Layer, Option } from "effect"
 import { shardingConfig } from "./ClusterConfig.ts"
 import { socketRunnerLayer } from "./ClusterRunner.ts"
+import { ConfigInvalid } from "./Config.ts"
 import { freePort } from "./FreePort.ts"
 import { RunnerStatusLive } from "./RunnerStatus.ts"
+import { describeListenFailure } from "./StartupChecks.ts"
 import { CLUSTER_STORAGE_LOCK, withAdvisoryLock } from "./Store/AdvisoryLock.ts"
 import { Supervision } from "./Supervision.ts"
 
@@ -72,6 +74,18 @@ export const ClusterLive = Layer.unwrapEffect(
     const host = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault("127.0.0.1"))
     const configured = yield* Config.option(Config.port("RUNNER_PORT"))
     const port = Option.isSome(configured) ? configured.value : yield* Effect.orDie(freePort)
-    return clusterLayer({ host, port })
+    // The runner's socket not opening (port taken, host not local) stops the start with one line (main.ts);
+    // left as the library's SocketServerError it was logged with a stack.
+    return clusterLayer({ host, port }).pipe(
+      Layer.catchAll((e) =>
+        Layer.fail(
+          e._tag === "SocketServerError"
+            ? new ConfigInvalid({
+                message: describeListenFailure({ port: "RUNNER_PORT", host: "RUNNER_HOST" }, { host, port }, e.cause),
+              })
+            : e,
+        ),
+      ),
+    )
   }),
 )

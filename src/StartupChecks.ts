@@ -156,3 +156,22 @@ export const describeDatabaseConnectFailure = (url: string, cause: unknown): str
     "start PostgreSQL there or fix DATABASE_URL (unset it to use the embedded PostgreSQL)"
   )
 }
+
+/**
+ * One line for a listening socket that could not be opened (the API's PORT, RUNNER_PORT, OPERATOR_PORT): the
+ * address, the variable that sets it and the fix, from the Node error's code alone (its message and stack stay
+ * out). `hint` says what else the variable accepts (e.g. "0 picks one").
+ */
+export const describeListenFailure = (
+  setting: { readonly port: string; readonly host: string },
+  address: { readonly host: string; readonly port: number },
+  cause: unknown,
+  hint?: string,
+): string => {
+  const code = codeOf(cause)
+  const free = `set ${setting.port} to a free port${hint === undefined ? "" : ` (${hint})`}`
+  return code === "EADDRINUSE"
+    ? `${setting.port} ${address.port} is already in use on ${address.host}: stop the other process or ${free}`
+    : `${setting.host}/${setting.port} ${address.host}:${address.port}: cannot listen (${code ?? "failed"}); ` +
+        `set ${setting.host} to a local address and ${free}`
+}

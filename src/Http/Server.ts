@@ -3,11 +3,12 @@ import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServe
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
-import { AppConfig } from "../Config.ts"
+import { AppConfig, ConfigInvalid } from "../Config.ts"
 import { makeRequestObserver, routeTemplates } from "../Observability/HttpObserver.ts"
 import { LogOutput } from "../Observability/Log.ts"
 import { Tracing } from "../Observability/Tracing.ts"
 import { SecureRandom } from "../SecureRandom.ts"
+import { describeListenFailure } from "../StartupChecks.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
 import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
@@ -117,6 +118,21 @@ export const HttpLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const host = yield* Config.string("HTTP_HOST").pipe(Config.withDefault("127.0.0.1"))
-    return httpLayer({ port: config.port, host, api: { layer: ApiLive, routes: routesOf(Api) } })
+    // The API's socket not opening (PORT taken, HTTP_HOST not local) stops the start with one line (main.ts).
+    return httpLayer({ port: config.port, host, api: { layer: ApiLive, routes: routesOf(Api) } }).pipe(
+      Layer.catchAll((e) =>
+        Layer.fail(
+          e._tag === "ServeError"
+            ? new ConfigInvalid({
+                message: describeListenFailure(
+                  { port: "PORT", host: "HTTP_HOST" },
+                  { host, port: config.port },
+                  e.cause,
+                ),
+              })
+            : e,
+        ),
+      ),
+    )
   }),
 )

@@ -6,6 +6,7 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
 import { Config, Console, Context, Effect, Layer, Option, Runtime } from "effect"
 import type { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
 import { type AppConfig, ConfigInvalid } from "../Config.ts"
+import { describeListenFailure } from "../StartupChecks.ts"
 import { recentSettlements, relayerQueues } from "../Store/StatusPage.ts"
 import { collectGauges } from "./Collect.ts"
 import { healthReport } from "./HealthReport.ts"
@@ -39,10 +40,7 @@ const listen = (server: Server, options: OperatorOptions) =>
       resume(
         Effect.fail(
           new ConfigInvalid({
-            message:
-              e.code === "EADDRINUSE"
-                ? `OPERATOR_PORT ${options.port} is already in use on ${options.host}: set OPERATOR_PORT to a free port (0 picks one)`
-                : `OPERATOR_HOST/OPERATOR_PORT ${options.host}:${options.port}: cannot listen (${e.code ?? e.message}); set them to a local address and a free port`,
+            message: describeListenFailure({ port: "OPERATOR_PORT", host: "OPERATOR_HOST" }, options, e, "0 picks one"),
           }),
         ),
       )

@@ -1,11 +1,13 @@
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
+import { testDatabaseUrl } from "../support/Database.ts"
 
 /**
  * Start-up errors an operator meets first (issue 15, item 5): each bad setting stops the service within
@@ -69,8 +71,16 @@ const runToExit = (env: Record<string, string>) =>
   })
 
 /** Exit 1, one line, within seconds, containing every `needle`, none of `secrets`, no stack frame. */
-const expectOneLine = (outcome: Outcome, needles: ReadonlyArray<string>, secrets: ReadonlyArray<string> = []) => {
-  const lines = outcome.output.split("\n").filter((l) => l.trim().length > 0)
+const expectOneLine = (
+  outcome: Outcome,
+  needles: ReadonlyArray<string>,
+  secrets: ReadonlyArray<string> = [],
+  /** Announcements of listeners that did open before the failing one (the failure is then the last line). */
+  announced?: RegExp,
+) => {
+  const lines = outcome.output
+    .split("\n")
+    .filter((l) => l.trim().length > 0 && (announced === undefined || !announced.test(l)))
   expect(lines, outcome.output).toHaveLength(1)
   const [line] = lines as [string]
   for (const needle of needles) expect(line).toContain(needle)
@@ -86,6 +96,9 @@ const expectOneLine = (outcome: Outcome, needles: ReadonlyArray<string>, secrets
 }
 
 const port = () => Effect.runPromise(freePort)
+
+/** The operator listener's and the cluster runner's start-up lines (src/Observability/OperatorListener.ts, src/ClusterRunner.ts). */
+const ANNOUNCED = /^operator listener at http|"message":"cluster runner bound to /
 
 describe("start-up errors: one line naming the setting and the fix", { timeout: 180_000 }, () => {
   it("a JSON syntax error in SETTLEMENT_CONFIG names the file, line and column", async () => {
@@ -152,6 +165,41 @@ describe("start-up errors: one line naming the setting and the fix", { timeout: 
       const line = expectOneLine(outcome, ["OPERATOR_KEY"], [key.slice(2, 40)])
       expect(line).not.toContain(config)
       expect(line).not.toContain("invalid configuration")
+    }
+  })
+
+  it("a port already in use (RUNNER_PORT, PORT, OPERATOR_PORT) names the variable, the port and the fix", async () => {
+    // A reachable database, so the start gets as far as binding its ports.
+    const scope = Effect.runSync(Scope.make())
+    const url = Redacted.value(await Effect.runPromise(Scope.extend(testDatabaseUrl, scope)))
+    const busy = createServer()
+    const taken = await new Promise<number>((resolve) =>
+      busy.listen(0, "127.0.0.1", () => resolve((busy.address() as { port: number }).port)),
+    )
+    try {
+      for (const variable of ["RUNNER_PORT", "PORT", "OPERATOR_PORT"]) {
+        const [api, runner, operator] = await Promise.all([port(), port(), port()])
+        const env: Record<string, string> = {
+          SETTLEMENT_CONFIG: configFile("good.json"),
+          DATABASE_URL: url,
+          PORT: String(api),
+          RUNNER_PORT: String(runner),
+          OPERATOR_PORT: String(operator),
+          [variable]: String(taken),
+        }
+        const outcome = await runToExit(env)
+        const line = expectOneLine(
+          outcome,
+          [`${variable} ${taken} is already in use`, `stop the other process or set ${variable} to a free port`],
+          [],
+          ANNOUNCED,
+        )
+        expect(outcome.output.trimEnd().endsWith(line)).toBe(true)
+        expect(line).not.toContain("EADDRINUSE")
+      }
+    } finally {
+      busy.close()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   })
 })
