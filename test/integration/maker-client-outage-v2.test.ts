@@ -1,0 +1,308 @@
+/**
+ * The maker client through a service outage (issue 23): `npm run maker` for a v2 order talks to the service through
+ * a relay the test can cut (every connection reset: what a stopped service looks like). While the service is
+ * unreachable, beyond its lease, the maker process stays up and its reveal loop (its own chain endpoints) reveals a
+ * payment held for it meanwhile; when the service answers again, the maker renews (a new generation) and publishes a
+ * new set. Real chains (v2 escrows), real PostgreSQL; the order's service rows are fixtures, its funding is on chain.
+ */
+import { spawn } from "node:child_process"
+import { createServer, request } from "node:http"
+import type { AddressInfo } from "node:net"
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { type Address, createWalletClient, getAddress, http, keccak256, toHex } from "viem"
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
+import { escrowV2ReadAbi } from "../../src/Client/EscrowReadsV2.ts"
+import {
+  type FillV2,
+  fillDigest,
+  fillV2TypedData,
+  fundOrderV2TypedData,
+  orderKey,
+  payTakeTypedData,
+  type QuoteSetV2,
+  quoteSetV2AbiArg,
+  quoteSetV2TypedData,
+} from "../../src/Domain/EscrowTypedDataV2.ts"
+import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
+import { account, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { TestDatabaseLive } from "../support/Database.ts"
+import { Chains } from "../support/DevnetStack.ts"
+import { NO_PERMIT } from "../support/EscrowV2Chains.ts"
+import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { pollUntil } from "../support/Poll.ts"
+import { signIn } from "../support/SignIn.ts"
+import { testAppConfig } from "../support/TestConfig.ts"
+import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+
+const chain = (chainId: number, kind: "hyperliquid" | "aster") =>
+  Effect.acquireRelease(
+    Effect.promise(() => startTestChain({ chainId, kind })),
+    (c) => Effect.promise(() => c.anvil.stop()),
+  )
+
+/** As devnetStack, with each venue's SettlementEscrowV2 configured (`escrow_v2`). */
+const Live = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const [hl, aster] = yield* Effect.all([chain(999, "hyperliquid"), chain(42161, "aster")], { concurrency: 2 })
+    const config = testAppConfig({
+      venues: [venueEntry(hl, "hyperliquid", { escrowV2: true }), venueEntry(aster, "aster", { escrowV2: true })].map(
+        ({ legacy_escrow: _l, ...v }) => v,
+      ),
+      auth: { rpc_urls: [hl.anvil.rpcUrl] },
+    })
+    return TestHttpLive.pipe(
+      Layer.provideMerge(TestDatabaseLive),
+      Layer.provideMerge(config),
+      Layer.merge(Layer.succeed(Chains, { hl, aster })),
+    )
+  }),
+)
+
+/** Runs `npm run maker` (its script) as a child process. */
+const runMaker = (args: Array<string>, env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  let output = ""
+  child.stdout.on("data", (d: Buffer) => (output += d.toString()))
+  child.stderr.on("data", (d: Buffer) => (output += d.toString()))
+  const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)))
+  return { child, exited, output: () => output }
+}
+
+const ZERO_HASH = `0x${"00".repeat(32)}`
+
+/** A relay to the service that can be cut: while down, every connection is reset (the client sees a network fault). */
+const relay = (target: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const to = new URL(target)
+      let down = false
+      const server = createServer((req, res) => {
+        if (down) return req.socket.destroy()
+        const upstream = request(
+          { host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers)
+            answer.pipe(res)
+          },
+        )
+        upstream.on("error", () => req.socket.destroy())
+        req.pipe(upstream)
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      return {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        setDown: (d: boolean) => {
+          down = d
+          if (d) server.closeAllConnections()
+        },
+        server,
+      }
+    }),
+    (r) => Effect.promise(() => new Promise<void>((resolve) => r.server.close(() => resolve()))),
+  )
+
+layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client, service outage", (it) => {
+  it.effect("stays up through an outage, reveals a payment held meanwhile, and publishes again when it is back", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const proxy = yield* relay(base)
+      const { hl, aster } = yield* Chains
+      const sql = yield* SqlClient.SqlClient
+      const operator = account(9)
+      const payer = account(7)
+      const owner = privateKeyToAccount(generatePrivateKey())
+      const m = owner.address.toLowerCase()
+      const token = yield* signIn(base, owner)
+      const signerKey = generatePrivateKey()
+      const quoteSigner = privateKeyToAccount(signerKey)
+      const identity = yield* registerIdentity(base, token, quoteSigner)
+      const credential = yield* issueCredential(base, token, identity.id, ["quote"])
+      const payeeKey = generatePrivateKey()
+      const payee = privateKeyToAccount(payeeKey).address
+      const orderId = keccak256(toHex(`maker outage ${m}`))
+      const send = (c: TestChain, from: PrivateKeyAccount, address: Address, functionName: string, args: unknown[]) =>
+        Effect.promise(async () => {
+          const wallet = createWalletClient({ account: from, chain: c.chain, transport: http(c.anvil.rpcUrl) })
+          const abi = address === c.token ? mockUSDCAbi : settlementEscrowV2Abi
+          const hash = await wallet.writeContract({ address, abi, functionName, args } as never)
+          const receipt = await c.pub.waitForTransactionReceipt({ hash, pollingInterval: 20 })
+          if (receipt.status !== "success") throw new Error(`${functionName} reverted`)
+        })
+      const M = getAddress(hl.escrowV2!)
+      const T = getAddress(aster.escrowV2!)
+      // The order on chain: funded by its owner on the maker chain's v2 escrow, naming the maker's quote signer.
+      yield* Effect.promise(() => hl.test.setBalance({ address: owner.address, value: 10n ** 18n }))
+      yield* send(hl, operator, hl.token, "mint", [owner.address, 4_000_000n])
+      yield* send(hl, owner, hl.token, "approve", [M, 4_000_000n])
+      const fundOrder = {
+        orderId,
+        owner: owner.address,
+        operator: operator.address,
+        quoteSigner: quoteSigner.address,
+        amount: 4_000_000n,
+        deadline: (yield* Effect.promise(() => hl.pub.getBlock())).timestamp + 3600n,
+      }
+      const fundSig = yield* Effect.promise(() => owner.signTypedData(fundOrderV2TypedData(999, M, fundOrder)))
+      yield* send(hl, operator, M, "fund", [fundOrder, fundSig, NO_PERMIT])
+      // The same order as the service knows it (fixture rows), so the bot's sets are admitted.
+      yield* sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at,
+          updated_at, client_order_id, quote_identity_id, quote_signer, to_sign, escrow_version)
+        values (${orderId}, ${m}, 'hyperliquid', 'aster', ${m}, 'funded', 4000000, now(), now(), 'bot-outage',
+          ${identity.id}, ${quoteSigner.address.toLowerCase()}, '[]', 2)`
+      yield* sql`insert into escrow_v2_orders (venue, owner, order_id, order_key, operator, quote_signer, available,
+          locked, created_block, block_number, block_hash)
+        values ('hyperliquid', ${m}, ${orderId}, ${orderKey(owner.address, orderId)},
+          ${hl.deployment.operator.toLowerCase()}, ${quoteSigner.address.toLowerCase()}, 4000000, 0, 1, 1,
+          ${ZERO_HASH})`
+      const bot = runMaker(
+        [
+          "--api",
+          proxy.url,
+          "--identity",
+          identity.id,
+          "--order",
+          orderId,
+          "--venue",
+          "hyperliquid",
+          "--quote",
+          `aster:${payee}:1000000:1000200:100000`,
+          "--quote-size",
+          "2000000",
+          "--ttl",
+          "6",
+          "--renew",
+          "1",
+          "--validity",
+          "120",
+          "--owner",
+          owner.address,
+          "--escrow-v2",
+          `hyperliquid=${M}`,
+          "--escrow-v2",
+          `aster=${T}`,
+          "--rpc",
+          `hyperliquid=${hl.anvil.rpcUrl}`,
+          "--rpc",
+          `aster=${aster.anvil.rpcUrl}`,
+          "--hashlocks",
+          "4",
+          "--from-block",
+          "aster=1",
+        ],
+        { MAKER_CREDENTIAL: credential.token, MAKER_SIGNER_KEY: signerKey, MAKER_PAYEE_KEY: payeeKey },
+      )
+      const active = sql<{ sequence: string; generation: string }>`select q.sequence::text,
+          q.identity_generation::text as generation from quote_sets q where q.order_id = ${orderId} and q.active`
+      const [first] = yield* pollUntil(active, (rows) => rows.length === 1, { within: "30 seconds" })
+      // The service goes away; the lease (6 s) lapses while the maker cannot reach it.
+      proxy.setDown(true)
+      const output = Effect.sync(() => bot.output())
+      yield* pollUntil(output, (o) => o.includes("service unreachable"), { within: "20 seconds" })
+      const lapsed = sql<{ lapsed: boolean }>`select lease_expires_at < now() as lapsed from quote_identities
+        where id = ${identity.id}`
+      yield* pollUntil(lapsed, (rows) => rows[0]?.lapsed === true, { within: "30 seconds" })
+      // A payment held for the maker meanwhile: a lock under a set of its key (hashlock 2), then payTake.
+      const now = (yield* Effect.promise(() => hl.pub.getBlock())).timestamp
+      const hashlocks = deriveHashlockSet(
+        secretKeyOf(signerKey),
+        { chainId: 999n, makerEscrow: M, owner: owner.address, orderId, sequence: 1n },
+        4,
+      )
+      const quoteSet: QuoteSetV2 = {
+        owner: owner.address,
+        orderId,
+        sequence: 1n,
+        generation: 1n,
+        quoteSize: 1_000_000n,
+        issuedAt: now,
+        validUntil: now + 300n,
+        hashlockRoot: hashlocks.root,
+        hashlockCount: 4,
+        quotes: [
+          {
+            chainId: 42161n,
+            token: getAddress(aster.token),
+            escrow: T,
+            recipient: payee,
+            supply: 1n,
+            receive: 1n,
+            minFill: 1n,
+          },
+        ],
+      }
+      const quoteSig = yield* Effect.promise(() => quoteSigner.signTypedData(quoteSetV2TypedData(999, M, quoteSet)))
+      const payKey = privateKeyToAccount(generatePrivateKey())
+      const payBy = now + 100n
+      const fill: FillV2 = {
+        fillId: keccak256(toHex(`outage fill ${m}`)),
+        owner: owner.address,
+        orderId,
+        sequence: 1n,
+        makerChainId: 999n,
+        makerEscrow: M,
+        takerChainId: 42161n,
+        takerEscrow: T,
+        payer: payer.address,
+        payee,
+        amountIn: 500_000n,
+        recipient: payer.address,
+        amountOut: 500_000n,
+        dex: 0,
+        toMargin: false,
+        hashlock: hashlocks.hashlocks[2]!,
+        hashlockIndex: 2,
+        payKey: payKey.address,
+        payBy,
+        takerExpiry: payBy + 900n,
+        makerExpiry: payBy + 1500n,
+      }
+      const digest = fillDigest(fill)
+      const fillSig = yield* Effect.promise(() => payer.signTypedData(fillV2TypedData(fill)))
+      yield* send(hl, operator, M, "lock", [
+        fill,
+        fillSig,
+        quoteSetV2AbiArg(quoteSet),
+        0n,
+        quoteSig,
+        hashlocks.proof(2),
+      ])
+      yield* send(aster, operator, aster.token, "mint", [payer.address, 500_000n])
+      yield* send(aster, payer, aster.token, "approve", [T, 500_000n])
+      const auth = yield* Effect.promise(() => payKey.signTypedData(payTakeTypedData(42161, T, [digest])))
+      yield* send(aster, operator, T, "payTake", [[fill], [fillSig], auth, NO_PERMIT])
+      yield* Effect.promise(() => Promise.all([hl.test.mine({ blocks: 70 }), aster.test.mine({ blocks: 70 })]))
+      yield* Effect.promise(() => aster.test.setBalance({ address: payee, value: 10n ** 18n }))
+      const payment = Effect.promise(() =>
+        aster.pub.readContract({ address: T, abi: escrowV2ReadAbi, functionName: "getPayment", args: [digest] }),
+      )
+      // Revealed by the maker's own claimPayment while the service is still unreachable; the process is up.
+      yield* pollUntil(payment, (p) => p.state === 2, { within: "60 seconds" })
+      // Its line follows the receipt (the payment may read claimed first).
+      const line = `reveal loop: reveal: claimPayment ${digest} (hashlock index 2)`
+      yield* pollUntil(output, (o) => o.includes(line), { within: "20 seconds" })
+      expect(bot.child.exitCode).toBe(null)
+      // One line for the whole outage, not one per retry.
+      expect(bot.output().split("service unreachable").length - 1).toBe(1)
+      // The service answers again: a new lease generation, and a new set published under it.
+      proxy.setDown(false)
+      const [again] = yield* pollUntil(
+        active,
+        (rows) => rows.length === 1 && rows[0]!.generation !== first!.generation,
+        { within: "30 seconds" },
+      )
+      expect(BigInt(again!.sequence) > BigInt(first!.sequence)).toBe(true)
+      expect(bot.output()).toContain("service reachable again")
+      bot.child.kill("SIGTERM")
+      expect(yield* Effect.promise(() => bot.exited)).toBe(0)
+      for (const secret of [...hashlocks.secrets, signerKey, payeeKey, credential.token]) {
+        expect(bot.output()).not.toContain(secret.replace(/^0x/, ""))
+      }
+    }).pipe(Effect.scoped),
+  )
+})
