@@ -75,10 +75,14 @@ export const replacementFees = (
   const permille = BigInt(Math.ceil(bumpPercent * 10))
   const minFee = bumped(previous.maxFeePerGas, permille)
   const minTip = bumped(previous.maxPriorityFeePerGas, permille)
+  // Wei are bigints: Math.max/min take numbers only, hence the comparisons (biome's useMathMinMax is off here).
+  // biome-ignore lint/complexity/useMathMinMax: bigint
   const maxFee = market.maxFeePerGas > minFee ? market.maxFeePerGas : minFee
+  // biome-ignore lint/complexity/useMathMinMax: bigint
   const tip = market.maxPriorityFeePerGas > minTip ? market.maxPriorityFeePerGas : minTip
   if (cap !== undefined && minFee > cap) return undefined
   const fee = cap !== undefined && maxFee > cap ? cap : maxFee
+  // biome-ignore lint/complexity/useMathMinMax: bigint
   return { maxFeePerGas: fee, maxPriorityFeePerGas: tip > fee ? fee : tip }
 }
 

@@ -182,7 +182,7 @@ const run = (ops: ReadonlyArray<Op>, blockOf: (i: number) => bigint) => {
       case "settle": {
         const fillId = id(0x1000 + o.fill)
         const l = m.locks.get(fillId)
-        if (!l || l.state !== "locked") return
+        if (l?.state !== "locked") return
         const order = m.orders.get(l.orderId)!
         order.locked -= l.amount
         if (o.how === "claim" || o.how === "claimRefused") {
@@ -245,7 +245,7 @@ const run = (ops: ReadonlyArray<Op>, blockOf: (i: number) => bigint) => {
       case "settlePayment": {
         const fillId = id(0x2000 + o.fill)
         const p = m.payments.get(fillId)
-        if (!p || p.state !== "held") return
+        if (p?.state !== "held") return
         p.state = o.how === "claim" ? "claimed" : "refunded"
         m.liabilities -= p.amount
         logs.push(
