@@ -85,12 +85,10 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: resu
       const producer = Effect.forEach(
         entries,
         (entry, i) =>
-          sql
-            .withTransaction(appendJournal(entry).pipe(Effect.zipRight(Effect.sleep(`${delays[i]![0]} millis`))))
-            .pipe(
-              Effect.tap(() => Effect.sync(() => produced++)),
-              Effect.zipRight(Effect.sleep(`${delays[i]![1]} millis`)),
-            ),
+          sql.withTransaction(appendJournal(entry).pipe(Effect.zipRight(Effect.sleep(`${delays[i]![0]} millis`)))).pipe(
+            Effect.tap(() => Effect.sync(() => produced++)),
+            Effect.zipRight(Effect.sleep(`${delays[i]![1]} millis`)),
+          ),
         { concurrency: 6, discard: true },
       ).pipe(
         // Always end on rows this client may not see, published in a batch of their own: the client
