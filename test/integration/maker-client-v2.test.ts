@@ -1,15 +1,6 @@
-/**
- * `npm run maker` for an order on the v2 escrow (`--escrow-v2` names its venue): it publishes v2 quote sets whose
- * hashlocks are the ones its key derives for each set (so it can reveal after a restart), never a secret, and the
- * service admits them (signature, root, count, escrows checked by PUT /v1/orders/{id}/quotes). Its reveal loop runs
- * on its own endpoints (test/integration/maker-reveal-v2.test.ts drives that loop on chain). Usage errors of the v2
- * flags exit 64. `--reveal-only` (no credential, no state) reveals a held payment on the devnet chains by its own
- * claimPayment. Real chains (v2 escrows configured), real PostgreSQL; the order and its funding are fixtures.
- */
-import { spawn } from "node:child_process"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { type Address, createWalletClient, getAddress, type Hex, http, keccak256, toHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
@@ -26,52 +17,16 @@ import {
   quoteSetV2TypedData,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { account, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
-import { TestDatabaseLive } from "../support/Database.ts"
+import { account, type TestChain } from "../support/ChainDevnet.ts"
 import { Chains } from "../support/DevnetStack.ts"
 import { NO_PERMIT } from "../support/EscrowV2Chains.ts"
+import { MakerV2Live, runMaker } from "../support/MakerClientV2.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { signIn } from "../support/SignIn.ts"
-import { testAppConfig } from "../support/TestConfig.ts"
-import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+import { baseUrl } from "../support/TestServer.ts"
 
-const chain = (chainId: number, kind: "hyperliquid" | "aster") =>
-  Effect.acquireRelease(
-    Effect.promise(() => startTestChain({ chainId, kind })),
-    (c) => Effect.promise(() => c.anvil.stop()),
-  )
-
-/** As devnetStack, with each venue's SettlementEscrowV2 configured (`escrow_v2`). */
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const [hl, aster] = yield* Effect.all([chain(999, "hyperliquid"), chain(42161, "aster")], { concurrency: 2 })
-    const config = testAppConfig({
-      venues: [venueEntry(hl, "hyperliquid", { escrowV2: true }), venueEntry(aster, "aster", { escrowV2: true })].map(
-        ({ legacy_escrow: _l, ...v }) => v,
-      ),
-      auth: { rpc_urls: [hl.anvil.rpcUrl] },
-    })
-    return TestHttpLive.pipe(
-      Layer.provideMerge(TestDatabaseLive),
-      Layer.provideMerge(config),
-      Layer.merge(Layer.succeed(Chains, { hl, aster })),
-    )
-  }),
-)
-
-/** Runs `npm run maker` (its script) as a child process. */
-const runMaker = (args: Array<string>, env: Record<string, string>) => {
-  const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  let output = ""
-  child.stdout.on("data", (d: Buffer) => (output += d.toString()))
-  child.stderr.on("data", (d: Buffer) => (output += d.toString()))
-  const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)))
-  return { child, exited, output: () => output }
-}
+const Live = MakerV2Live
 
 const ZERO_HASH = `0x${"00".repeat(32)}`
 
