@@ -25,6 +25,12 @@ export interface ActorRecord {
   readonly restarts: number
   /** The last failure on this runner: one line without URLs' secrets, and when (epoch ms). */
   readonly lastFailure: { readonly message: string; readonly at: number } | null
+  /**
+   * Set for an entity kind (actors/Keyed.ts): how many of its entities run here now. A kind's record
+   * stands for all its entities (one per key), so `active` means "at least one", and the kind is
+   * never listed among the runner's singletons.
+   */
+  readonly instances?: number
 }
 
 export const kindOf = (name: string): string => name.split(":")[0] ?? name
@@ -36,6 +42,10 @@ export class Supervision extends Context.Tag("Supervision")<
     readonly started: (name: string, restart: boolean) => Effect.Effect<void>
     readonly stopped: (name: string) => Effect.Effect<void>
     readonly failed: (name: string, message: string, at: number) => Effect.Effect<void>
+    /** An entity of kind `kind` started (+1) or stopped (-1) here. */
+    readonly instances: (kind: string, delta: 1 | -1) => Effect.Effect<void>
+    /** A pass of an entity of kind `kind` failed: counted as a restart of the kind, with its message. */
+    readonly entityFailed: (kind: string, message: string, at: number) => Effect.Effect<void>
     readonly snapshot: Effect.Effect<ReadonlyArray<ActorRecord>>
     /** Waits until a record changed (a start, stop or failure), so a status row can follow at once. */
     readonly changed: Effect.Effect<void>
@@ -59,6 +69,18 @@ export class Supervision extends Context.Tag("Supervision")<
           update(name, (r) => ({ ...r, active: true, restarts: r.restarts + (restart ? 1 : 0) })),
         stopped: (name) => update(name, (r) => ({ ...r, active: false })),
         failed: (name, message, at) => update(name, (r) => ({ ...r, active: false, lastFailure: { message, at } })),
+        instances: (kind, delta) =>
+          update(kind, (r) => {
+            const instances = Math.max(0, (r.instances ?? 0) + delta)
+            return { ...r, instances, active: instances > 0 }
+          }),
+        entityFailed: (kind, message, at) =>
+          update(kind, (r) => ({
+            ...r,
+            instances: r.instances ?? 0,
+            restarts: r.restarts + 1,
+            lastFailure: { message, at },
+          })),
         snapshot: Effect.map(Ref.get(records), (m) => [...m.values()].sort((a, b) => a.name.localeCompare(b.name))),
         changed: Queue.take(wake),
       })

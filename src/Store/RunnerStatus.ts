@@ -20,6 +20,7 @@ export const upsertRunnerStatus = (address: string, shards: number, actors: Read
         kind: a.kind,
         active: a.active,
         restarts: a.restarts,
+        ...(a.instances === undefined ? {} : { instances: a.instances }),
         last_failure: a.lastFailure === null ? null : { message: a.lastFailure.message, at: a.lastFailure.at },
       })),
     )
@@ -27,7 +28,8 @@ export const upsertRunnerStatus = (address: string, shards: number, actors: Read
       insert into runner_status (address, heartbeat_at, shards, singletons, actors)
       values (
         ${address}, now(), ${shards},
-        array(select e->>'name' from jsonb_array_elements(${json}::jsonb) e where (e->>'active')::boolean order by 1),
+        array(select e->>'name' from jsonb_array_elements(${json}::jsonb) e
+          where (e->>'active')::boolean and not (e ? 'instances') order by 1),
         ${json}::jsonb)
       on conflict (address) do update set
         heartbeat_at = excluded.heartbeat_at, shards = excluded.shards,
@@ -82,6 +84,7 @@ interface StatusRow {
     readonly kind: string
     readonly active: boolean
     readonly restarts: number
+    readonly instances?: number
     readonly last_failure: { readonly message: string; readonly at: number } | null
   }>
 }
@@ -114,7 +117,8 @@ export const clusterHealth = Effect.gen(function* () {
       const newer = failure !== null && (k.last_failure === null || Date.parse(k.last_failure.at) < failure.at)
       kinds.set(a.kind, {
         ...k,
-        active: k.active + (alive && a.active ? 1 : 0),
+        // An entity kind's record counts its running entities; a singleton's is one or none.
+        active: k.active + (alive ? (a.instances ?? (a.active ? 1 : 0)) : 0),
         restarts: k.restarts + a.restarts,
         last_failure: newer
           ? { message: failure.message, at: toRfc3339(failure.at), runner: row.address }
