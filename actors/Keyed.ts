@@ -142,9 +142,17 @@ export const keyedDriver = <T extends string, Rpcs extends Rpc.Any, E, R>(
       }
     })
 
+    // Which runner handled which key: every line of this entity names both (operators, the workload test).
+    const where = yield* Entity.CurrentRunnerAddress
+    const annotations = { actor: kind, key: id, runner: `${where.host}:${where.port}` }
     yield* board.instances(kind, 1)
-    yield* Effect.addFinalizer(() => board.instances(kind, -1))
-    yield* loop.pipe(Effect.annotateLogs({ actor: kind, key: id }), Effect.forkScoped)
+    yield* Effect.addFinalizer(() =>
+      board
+        .instances(kind, -1)
+        .pipe(Effect.zipRight(Effect.logDebug("actor stopped")), Effect.annotateLogs(annotations)),
+    )
+    yield* Effect.logInfo("actor started").pipe(Effect.annotateLogs(annotations))
+    yield* loop.pipe(Effect.annotateLogs(annotations), Effect.forkScoped)
 
     const wake = Queue.offer(signal, undefined).pipe(Effect.asVoid)
     return {
