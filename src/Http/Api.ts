@@ -1,7 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AccountApi, AdminApi } from "./AccountApi.ts"
 import { AuthApi } from "./AuthApi.ts"
-import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "./Errors.ts"
+import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, ServiceUnavailable } from "./Errors.ts"
 import { EscrowApi } from "./EscrowApi.ts"
 import { HealthApi } from "./HealthApi.ts"
 import { InfoApi } from "./InfoApi.ts"
@@ -35,9 +35,10 @@ export class Api extends HttpApi.make("settlement")
   .addError(MethodNotAllowed)
   .addError(PayloadTooLarge)
   .addError(Internal)
+  .addError(ServiceUnavailable)
   .annotate(OpenApi.Title, "Cross-Venue Settlement API")
   .annotate(OpenApi.Version, "v1")
-  .annotate(OpenApi.Transform, (spec) => declareEventCursor(stripDecodeError(spec))) {}
+  .annotate(OpenApi.Transform, (spec) => declareEventCursor(describeUnavailable(stripDecodeError(spec)))) {}
 
 type Json = Record<string, unknown>
 
@@ -75,6 +76,43 @@ const declareEventCursor = (spec: Json): Json => {
           "every later event.",
         schema: { type: "string", pattern: "^[0-9]+$" },
       },
+    }
+  }
+  return spec
+}
+
+const UNAVAILABLE_REF = "#/components/schemas/ServiceUnavailableError"
+
+/**
+ * SERVICE_UNAVAILABLE is declared once for the whole API, so every route's 503 lists it; HttpApi
+ * then names the 503 after it, the first declared. This keeps each route's own 503 first with its
+ * own description (SERVICE_UNAVAILABLE appended), and leaves `/health`'s 503 (its own body, not the
+ * envelope) as it is: that route calls no entity.
+ */
+const describeUnavailable = (spec: Json): Json => {
+  const schemas = ((spec.components as Json | undefined)?.schemas ?? {}) as Record<string, Json>
+  const describe = (ref: string) => schemas[ref.replace("#/components/schemas/", "")]?.description as string | undefined
+  const paths = (spec.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, Json> }>>
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const response = operation.responses?.["503"] as
+        | { description?: string; content?: { "application/json"?: { schema?: Json } } }
+        | undefined
+      const json = response?.content?.["application/json"]
+      const members = json?.schema?.anyOf as ReadonlyArray<{ $ref?: string }> | undefined
+      if (response === undefined || json === undefined || members === undefined) continue
+      const own = members.filter((m) => m.$ref !== UNAVAILABLE_REF)
+      if (own.length === members.length) continue
+      const envelopes = own.every((m) => m.$ref?.endsWith("Error") === true)
+      const kept = envelopes ? [...own, { $ref: UNAVAILABLE_REF }] : own
+      json.schema = kept.length === 1 ? (kept[0] as Json) : { anyOf: kept }
+      const first = own[0]?.$ref
+      const ownDescription = first === undefined ? undefined : describe(first)
+      if (ownDescription !== undefined) {
+        response.description = envelopes
+          ? `${ownDescription} SERVICE_UNAVAILABLE: ${describe(UNAVAILABLE_REF) ?? ""}`.trim()
+          : ownDescription
+      }
     }
   }
   return spec

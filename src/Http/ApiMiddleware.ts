@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { Cause, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
+import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../Domain/Errors.ts"
 import { limitBody } from "./BodyLimit.ts"
 import { envelopeResponse } from "./Envelope.ts"
 import { allowedMethods, type Route } from "./RouteTable.ts"
@@ -23,25 +24,28 @@ const renderFailures =
           return yield* Effect.failCause(cause)
         }
         if (error instanceof HttpApiError.HttpApiDecodeError) {
-          return yield* envelopeResponse(400, "INVALID_REQUEST", describeDecodeError(error))
+          return yield* envelopeResponse(new InvalidRequest({ message: describeDecodeError(error) }))
         }
         const request = yield* HttpServerRequest.HttpServerRequest
         if (error instanceof HttpServerError.RouteNotFound) {
           const pathname = new URL(request.url, "http://localhost").pathname
           const allowed = methodsFor(pathname)
           return allowed.length > 0
-            ? yield* envelopeResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${pathname}`, {
-                headers: { allow: allowed.join(", ") },
-              })
-            : yield* envelopeResponse(404, "NOT_FOUND", `no route ${pathname}`)
+            ? yield* envelopeResponse(
+                new MethodNotAllowed({ message: `${request.method} is not allowed on ${pathname}` }),
+                {
+                  headers: { allow: allowed.join(", ") },
+                },
+              )
+            : yield* envelopeResponse(new NotFound({ message: `no route ${pathname}` }))
         }
         if (error instanceof HttpServerError.RequestError) {
           if (String(error.cause).includes("maxBytes exceeded")) {
-            return yield* envelopeResponse(413, "PAYLOAD_TOO_LARGE", "request body too large", {
+            return yield* envelopeResponse(new PayloadTooLarge({ message: "request body too large" }), {
               headers: { connection: "close" },
             })
           }
-          return yield* envelopeResponse(400, "INVALID_REQUEST", "malformed request body: expected valid JSON")
+          return yield* envelopeResponse(new InvalidRequest({ message: "malformed request body: expected valid JSON" }))
         }
         if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
         yield* Effect.logError("unexpected failure", {
@@ -49,7 +53,7 @@ const renderFailures =
           url: request.url,
           error: summarize(error ?? Cause.squash(cause)),
         })
-        return yield* envelopeResponse(500, "INTERNAL", "internal error", { retryable: true })
+        return yield* envelopeResponse(new Internal({ message: "internal error" }))
       }),
     )
 

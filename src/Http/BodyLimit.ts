@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http"
 import { type HttpApp, HttpIncomingMessage, HttpMethod, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
+import { InvalidRequest, PayloadTooLarge } from "../Domain/Errors.ts"
 import { envelopeResponse } from "./Envelope.ts"
 import { exceedsJsonDepth, tooDeepMessage } from "./JsonDepth.ts"
 
@@ -40,11 +41,11 @@ const readLimited = (source: IncomingMessage, limit: number) =>
   })
 
 const tooLarge = (limit: number) =>
-  envelopeResponse(413, "PAYLOAD_TOO_LARGE", `request body exceeds ${limit} bytes`, {
+  envelopeResponse(new PayloadTooLarge({ message: `request body exceeds ${limit} bytes` }), {
     headers: { connection: "close" },
   })
 
-const tooDeep = envelopeResponse(400, "INVALID_REQUEST", tooDeepMessage("the request body"))
+const tooDeep = envelopeResponse(new InvalidRequest({ message: tooDeepMessage("the request body") }))
 
 /**
  * Whether the framework will JSON.parse this request's body: HttpApi decodes the payload of a method
@@ -87,14 +88,16 @@ export const limitBody =
       const declared = request.headers["content-length"]
       const limited = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)))
       if (declared !== undefined) {
-        if (!/^\d{1,15}$/.test(declared)) return yield* envelopeResponse(400, "INVALID_REQUEST", "bad Content-Length")
+        if (!/^\d{1,15}$/.test(declared))
+          return yield* envelopeResponse(new InvalidRequest({ message: "bad Content-Length" }))
         if (Number(declared) > limit) return yield* tooLarge(limit)
         return Number(declared) > 0 ? yield* limitDepth(limited, request, limit) : yield* limited
       }
       if (request.headers["transfer-encoding"] === undefined) return yield* limited
       const source = NodeHttpServerRequest.toIncomingMessage(request)
       const body = yield* readLimited(source, limit).pipe(Effect.orElseSucceed(() => undefined))
-      if (body === undefined) return yield* envelopeResponse(400, "INVALID_REQUEST", "request body could not be read")
+      if (body === undefined)
+        return yield* envelopeResponse(new InvalidRequest({ message: "request body could not be read" }))
       if (body === TOO_LARGE) return yield* tooLarge(limit)
       if (readsJson(request) && exceedsJsonDepth(body.toString("utf8"))) return yield* tooDeep
       const headers = { ...request.headers, "content-length": String(body.length) }

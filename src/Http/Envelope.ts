@@ -1,18 +1,17 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef } from "effect"
-import { envelopeBody, retryableFor } from "./Errors.ts"
-import { CurrentRequestId } from "./RequestId.ts"
+import { Effect } from "effect"
+import { type CatalogueError, classOf } from "../Domain/Errors.ts"
+import { encodeEnvelope } from "./Errors.ts"
 
-/** An error envelope response for the current request, for failures rendered outside HttpApi; `retryable` defaults to the code's. */
-export const envelopeResponse = (
-  status: number,
-  code: string,
-  message: string,
-  options: { readonly retryable?: boolean; readonly headers?: Record<string, string> } = {},
-) =>
-  Effect.map(FiberRef.get(CurrentRequestId), (id) =>
-    HttpServerResponse.unsafeJson(envelopeBody(code, message, id, options.retryable ?? retryableFor(code)), {
-      status,
+/**
+ * The response for a catalogue error, for failures rendered outside HttpApi (unknown routes,
+ * oversized bodies, defects, the stream's upgrade check): the status is the code's, the body the
+ * one encoder's envelope with the current request id.
+ */
+export const envelopeResponse = (error: CatalogueError, options: { readonly headers?: Record<string, string> } = {}) =>
+  Effect.map(encodeEnvelope(error), (body) =>
+    HttpServerResponse.unsafeJson(body, {
+      status: classOf(error).status,
       ...(options.headers ? { headers: options.headers } : {}),
     }),
   )

@@ -1,128 +1,104 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Effect, FiberRef, Schema } from "effect"
+import { Effect, FiberRef, ParseResult, Schema } from "effect"
+import * as Catalogue from "../Domain/Errors.ts"
 import { CurrentRequestId } from "./RequestId.ts"
 
-/** Each code's `retryable` when the failing call does not say otherwise: the catalogue's own value. */
-const retryableByDefault = new Map<string, boolean>()
-
 /**
- * The error envelope `{error:{code,message,request_id,retryable}}`, one schema per code.
+ * The one encoder: the wire schema of each error of the catalogue (`src/Domain/Errors.ts`), the
+ * spec's envelope `{error:{code,message,request_id,retryable}}`. HttpApi groups declare these
+ * (`.addError(NotFound)`); handlers fail with the catalogue's classes (`yield* new NotFound({ message })`).
  *
- * Each schema carries its own `code` literal: HttpApi encodes failures through a union of every
- * declared error schema, and schemas of the same shape would all encode as the first member (wrong
- * statuses). The literal also gives OpenAPI an enum per status. `retryable` is the code's default
- * (spec Errors 2: a transport hint): `apiError` and `envelopeResponse` answer it unless a call knows
- * better (VENUE_UNAVAILABLE is retryable when the venue did not answer, not when it is not configured).
+ * Each wire schema is a transformation from the envelope to the class: HttpApi encodes failures
+ * with `Schema.encodeUnknown` of the union of every declared error inside the request's fiber, so
+ * the encode step reads the request id from the `CurrentRequestId` FiberRef there. The class on
+ * the type side tells the members apart (an `instanceof` check); the `code` literal gives OpenAPI
+ * an enum per status, and the identifier (`NotFoundError`, …) names the component.
  */
-const define = <const C extends string>(code: C, status: number, description: string, retryable = false) => {
-  retryableByDefault.set(code, retryable)
-  return Schema.Struct({
+const wire = <C extends Catalogue.CatalogueClass>(Class: C) => {
+  const code: C["code"] = Class.code
+  const Envelope = Schema.Struct({
     error: Schema.Struct({
       code: Schema.Literal(code),
       message: Schema.String,
       request_id: Schema.String,
-      retryable: retryable
+      retryable: Class.retryable
         ? Schema.Boolean.annotations({ description: "true for this code: retry the same request" })
         : Schema.Boolean,
     }),
+  })
+  const Type = Schema.typeSchema(Class as unknown as Schema.Schema<InstanceType<C>, unknown>)
+  return Schema.transformOrFail(Envelope, Type, {
+    strict: false,
+    decode: (envelope) =>
+      ParseResult.succeed(
+        new (Class as unknown as new (props: { message: string; retryable?: boolean }) => InstanceType<C>)({
+          message: envelope.error.message,
+          retryable: envelope.error.retryable,
+        }),
+      ),
+    encode: (error) =>
+      Effect.map(FiberRef.get(CurrentRequestId), (request_id) => ({
+        error: { code, message: error.message, request_id, retryable: Catalogue.retryableOf(error) },
+      })),
   }).annotations(
     HttpApiSchema.annotations({
-      status,
-      description,
-      identifier: code
-        .toLowerCase()
-        .replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
-        .concat("Error"),
+      status: Class.status,
+      description: Class.description,
+      identifier: `${Class._tag}Error`,
     }),
   )
 }
 
-/** The catalogue's `retryable` for a code (false for a code it does not know). */
-export const retryableFor = (code: string): boolean => retryableByDefault.get(code) ?? false
+export type WireSchema = ReturnType<typeof wire<Catalogue.CatalogueClass>>
 
-export type ApiErrorSchema = ReturnType<typeof define<string>>
+const wires = new Map<Catalogue.CatalogueClass, Schema.Schema.AnyNoContext>()
+const define = <C extends Catalogue.CatalogueClass>(Class: C) => {
+  const schema = wire(Class)
+  wires.set(Class, schema)
+  return schema
+}
 
-export const InvalidRequest = define(
-  "INVALID_REQUEST",
-  400,
-  "Malformed JSON, JSON nested deeper than 64 levels, a failed field, or an unknown field.",
-)
-export const Unauthorized = define("UNAUTHORIZED", 401, "Missing, malformed, unknown, expired or revoked bearer.")
-export const Forbidden = define("FORBIDDEN", 403, "The principal may not use this route.")
-export const AccessRequired = define("ACCESS_REQUIRED", 403, "New commitment while beta access is not granted.")
-export const NotFound = define("NOT_FOUND", 404, "No such route or resource.")
-export const MethodNotAllowed = define("METHOD_NOT_ALLOWED", 405, "The path exists, not for this method.")
-export const StateConflict = define(
-  "STATE_CONFLICT",
-  409,
-  "A client id reused with other parameters, or a state clash.",
-)
-export const AccountInUse = define("ACCOUNT_IN_USE", 409, "An open order, nonfinal fill or pending withdrawal uses it.")
-export const LeaseExpired = define("LEASE_EXPIRED", 409, "The quote identity's lease is not live at this generation.")
-export const QuoteStale = define("QUOTE_STALE", 409, "The quote set's sequence does not exceed the last one.")
-export const ChallengeUsed = define("CHALLENGE_USED", 409, "The challenge nonce was already used.")
-export const WithdrawalPending = define(
-  "WITHDRAWAL_PENDING",
-  409,
-  "A queued, submitting or unknown withdrawal on this venue account blocks another.",
-)
-export const ClosePending = define("CLOSE_PENDING", 409, "A close of this order is already pending.")
-export const CloseLimit = define(
-  "CLOSE_LIMIT",
-  409,
-  "The owner has 10 pending closes on this chain; wait for one to end.",
-)
-export const OrderManaged = define(
-  "ORDER_MANAGED",
-  409,
-  "This service operates the order: close it with POST /v1/closes, not by signature.",
-)
-export const UpgradeRequired = define(
-  "UPGRADE_REQUIRED",
-  426,
-  "GET /v1/stream is a WebSocket: connect with Upgrade: websocket.",
-)
-export const PayloadTooLarge = define("PAYLOAD_TOO_LARGE", 413, "The request body exceeds 64 KiB.")
-export const ChallengeUnknown = define("CHALLENGE_UNKNOWN", 422, "No challenge was issued with this nonce.")
-export const ChallengeExpired = define("CHALLENGE_EXPIRED", 422, "The challenge or signed message has expired.")
-export const ChallengeNotYetValid = define("CHALLENGE_NOT_YET_VALID", 422, "The signed message is not valid yet.")
-export const SiweMalformed = define("SIWE_MALFORMED", 422, "The message is not a well-formed EIP-4361 message.")
-export const SiweDomainMismatch = define("SIWE_DOMAIN_MISMATCH", 422, "The message names another domain.")
-export const SiweUriMismatch = define("SIWE_URI_MISMATCH", 422, "The message names another URI.")
-export const SiweChainMismatch = define("SIWE_CHAIN_MISMATCH", 422, "The message names another chain id.")
-export const SiweAddressMismatch = define("SIWE_ADDRESS_MISMATCH", 422, "The message names another address.")
-export const SiweNonceMismatch = define("SIWE_NONCE_MISMATCH", 422, "The message carries another nonce.")
-export const SignatureMalformed = define("SIGNATURE_MALFORMED", 422, "Not a 65-byte r||s||v signature (v 0/1/27/28).")
-export const SignatureMalleable = define("SIGNATURE_MALLEABLE", 422, "High-s signature (EIP-2): sign again.")
-export const SignatureInvalid = define("SIGNATURE_INVALID", 422, "The signature is not by the required signer.")
-export const BelowMinimum = define(
-  "BELOW_MINIMUM",
-  422,
-  "The amount is below the minimum (a close: 1,000,000 base units, or the venue's release_minimum into margin).",
-)
-export const InsufficientBalance = define("INSUFFICIENT_BALANCE", 422, "The amount exceeds what is available.")
-export const NoLiquidity = define(
-  "NO_LIQUIDITY",
-  422,
-  "The live quotes cannot route this take (min_out not reachable within max_parts).",
-)
-export const PayerNotLinked = define(
-  "PAYER_NOT_LINKED",
-  422,
-  "The payer is not the account this master linked on the take's from venue.",
-)
-export const VenueRefused = define("VENUE_REFUSED", 422, "The venue refused the request; the message says why.")
-export const RateLimited = define(
-  "RATE_LIMITED",
-  429,
-  "Budget exhausted; wait Retry-After seconds and retry the same request (retryable: true).",
-  true,
-)
-export const Internal = define("INTERNAL", 500, "Unexpected failure; safe to retry the same request.", true)
-export const ChainUnavailable = define("CHAIN_UNAVAILABLE", 503, "A chain node failed; retry later.", true)
-export const VenueUnavailable = define("VENUE_UNAVAILABLE", 503, "The venue's API failed or is not configured.")
+export const InvalidRequest = define(Catalogue.InvalidRequest)
+export const Unauthorized = define(Catalogue.Unauthorized)
+export const Forbidden = define(Catalogue.Forbidden)
+export const AccessRequired = define(Catalogue.AccessRequired)
+export const NotFound = define(Catalogue.NotFound)
+export const MethodNotAllowed = define(Catalogue.MethodNotAllowed)
+export const StateConflict = define(Catalogue.StateConflict)
+export const AccountInUse = define(Catalogue.AccountInUse)
+export const LeaseExpired = define(Catalogue.LeaseExpired)
+export const QuoteStale = define(Catalogue.QuoteStale)
+export const ChallengeUsed = define(Catalogue.ChallengeUsed)
+export const WithdrawalPending = define(Catalogue.WithdrawalPending)
+export const ClosePending = define(Catalogue.ClosePending)
+export const CloseLimit = define(Catalogue.CloseLimit)
+export const OrderManaged = define(Catalogue.OrderManaged)
+export const PayloadTooLarge = define(Catalogue.PayloadTooLarge)
+export const UpgradeRequired = define(Catalogue.UpgradeRequired)
+export const ChallengeUnknown = define(Catalogue.ChallengeUnknown)
+export const ChallengeExpired = define(Catalogue.ChallengeExpired)
+export const ChallengeNotYetValid = define(Catalogue.ChallengeNotYetValid)
+export const SiweMalformed = define(Catalogue.SiweMalformed)
+export const SiweDomainMismatch = define(Catalogue.SiweDomainMismatch)
+export const SiweUriMismatch = define(Catalogue.SiweUriMismatch)
+export const SiweChainMismatch = define(Catalogue.SiweChainMismatch)
+export const SiweAddressMismatch = define(Catalogue.SiweAddressMismatch)
+export const SiweNonceMismatch = define(Catalogue.SiweNonceMismatch)
+export const SignatureMalformed = define(Catalogue.SignatureMalformed)
+export const SignatureMalleable = define(Catalogue.SignatureMalleable)
+export const SignatureInvalid = define(Catalogue.SignatureInvalid)
+export const BelowMinimum = define(Catalogue.BelowMinimum)
+export const InsufficientBalance = define(Catalogue.InsufficientBalance)
+export const NoLiquidity = define(Catalogue.NoLiquidity)
+export const PayerNotLinked = define(Catalogue.PayerNotLinked)
+export const VenueRefused = define(Catalogue.VenueRefused)
+export const RateLimited = define(Catalogue.RateLimited)
+export const Internal = define(Catalogue.Internal)
+export const ChainUnavailable = define(Catalogue.ChainUnavailable)
+export const VenueUnavailable = define(Catalogue.VenueUnavailable)
+export const ServiceUnavailable = define(Catalogue.ServiceUnavailable)
 
-/** Every code with its status; the README's error table and the OpenAPI document mirror it. */
+/** Every code's wire schema; the README's error table and the OpenAPI document mirror it. */
 export const ALL_ERRORS = [
   InvalidRequest,
   Unauthorized,
@@ -162,43 +138,31 @@ export const ALL_ERRORS = [
   Internal,
   ChainUnavailable,
   VenueUnavailable,
+  ServiceUnavailable,
 ] as const
 
-export const codeOf = (schema: {
-  readonly fields: {
-    readonly error: { readonly fields: { readonly code: { readonly literals: ReadonlyArray<unknown> } } }
-  }
-}) => schema.fields.error.fields.code.literals[0] as string
+/** The wire schema of a catalogue error. */
+export const wireSchemaOf = (error: Catalogue.CatalogueError): Schema.Schema.AnyNoContext =>
+  wires.get(Catalogue.classOf(error)) as Schema.Schema.AnyNoContext
 
-export const envelopeBody = (code: string, message: string, requestId: string, retryable: boolean) => ({
-  error: { code, message, request_id: requestId, retryable },
-})
+/** The envelope of a catalogue error for the current request (the encoder above, for routes outside HttpApi). */
+export const encodeEnvelope = (error: Catalogue.CatalogueError): Effect.Effect<unknown> =>
+  Effect.orDie(Schema.encode(wireSchemaOf(error))(error))
 
-/** The envelope type for one code; distributes over a union of codes. */
-export type Envelope<C> = C extends string
-  ? {
-      readonly error: {
-        readonly code: C
-        readonly message: string
-        readonly request_id: string
-        readonly retryable: boolean
-      }
-    }
-  : never
+const classes = new Map<unknown, Catalogue.CatalogueClass>(Array.from(wires, ([C, schema]) => [schema, C]))
 
 /**
- * Fails with the given error for the current request: `yield* apiError(NotFound, "no such order")`;
- * `retryable` defaults to the code's (true for RATE_LIMITED, INTERNAL, CHAIN_UNAVAILABLE).
+ * Transitional shim while call sites move to `yield* new NotFound({ message })`: fails with the
+ * catalogue class of the given wire schema. `retryable` defaults to the code's.
  */
-export const apiError = <C extends string>(
-  schema: Schema.Schema<Envelope<C>, Envelope<C>> & {
-    readonly fields: {
-      readonly error: { readonly fields: { readonly code: { readonly literals: ReadonlyArray<unknown> } } }
-    }
-  },
+export const apiError = <S extends Schema.Schema.AnyNoContext>(
+  schema: S,
   message: string,
-  retryable: boolean = retryableFor(codeOf(schema)),
-): Effect.Effect<never, Envelope<C>> =>
-  Effect.flatMap(FiberRef.get(CurrentRequestId), (request_id) =>
-    Effect.fail({ error: { code: codeOf(schema), message, request_id, retryable } } as Envelope<C>),
-  )
+  retryable?: boolean,
+): Effect.Effect<never, Schema.Schema.Type<S>> => {
+  const Class = classes.get(schema) as unknown as new (props: {
+    message: string
+    retryable?: boolean
+  }) => Schema.Schema.Type<S>
+  return Effect.fail(new Class(retryable === undefined ? { message } : { message, retryable }))
+}

@@ -7,6 +7,14 @@
 import { Clock, Effect, Option } from "effect"
 import type { Address } from "viem"
 import { AppConfig } from "../Config.ts"
+import {
+  InsufficientBalance,
+  InvalidRequest,
+  NotFound,
+  StateConflict,
+  VenueUnavailable,
+  WithdrawalPending,
+} from "../Domain/Errors.ts"
 import type { WithdrawalTarget } from "../Domain/Withdrawal.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
@@ -18,28 +26,18 @@ import type {
   VenueUnavailable as VenueDown,
   WithdrawalRequestInvalid,
 } from "../Venues/VenueErrors.ts"
-import {
-  apiError,
-  type Envelope,
-  InsufficientBalance,
-  InvalidRequest,
-  NotFound,
-  StateConflict,
-  VenueUnavailable,
-  WithdrawalPending,
-} from "./Errors.ts"
 
 /** Adapter failures on the way to a preparation, as the API's codes. */
 const venueFailure = (
   e: VenueDown | AgentUnavailable | WithdrawalRequestInvalid,
-): Effect.Effect<never, Envelope<"VENUE_UNAVAILABLE" | "STATE_CONFLICT" | "INVALID_REQUEST">> => {
+): Effect.Effect<never, VenueUnavailable | StateConflict | InvalidRequest> => {
   switch (e._tag) {
     case "VenueUnavailable":
-      return apiError(VenueUnavailable, `the venue did not answer: ${e.reason}`, true)
+      return new VenueUnavailable({ message: `the venue did not answer: ${e.reason}`, retryable: true })
     case "AgentUnavailable":
-      return apiError(StateConflict, `the service holds no live agent approval for this account (${e.reason})`)
+      return new StateConflict({ message: `the service holds no live agent approval for this account (${e.reason})` })
     case "WithdrawalRequestInvalid":
-      return apiError(InvalidRequest, e.reason)
+      return new InvalidRequest({ message: e.reason })
   }
 }
 
@@ -48,11 +46,11 @@ export const linkedAccountOn = (master: string, venueId: string) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     if (deployment.venues.find((v) => v.id === venueId) === undefined) {
-      return yield* apiError(NotFound, `unknown venue ${venueId}; see GET /v1/venues`)
+      return yield* new NotFound({ message: `unknown venue ${venueId}; see GET /v1/venues` })
     }
     const link = yield* findLinkedAccount(master, venueId).pipe(Effect.orDie)
     if (Option.isNone(link)) {
-      return yield* apiError(NotFound, `no account is linked on ${venueId}; POST /v1/accounts first`)
+      return yield* new NotFound({ message: `no account is linked on ${venueId}; POST /v1/accounts first` })
     }
     return link.value
   })
@@ -83,31 +81,29 @@ export const prepareWithdrawal = (p: {
     const { deployment } = yield* AppConfig
     const adapters = yield* VenueAdapters
     const link = yield* linkedAccountOn(p.master, p.venue)
-    if (p.amount === 0n) return yield* apiError(InvalidRequest, "amount must be positive")
+    if (p.amount === 0n) return yield* new InvalidRequest({ message: "amount must be positive" })
     const adapter = adapters.get(p.venue)
     if (adapter === undefined) {
-      return yield* apiError(VenueUnavailable, `the service has no API access to ${p.venue}`)
+      return yield* new VenueUnavailable({ message: `the service has no API access to ${p.venue}` })
     }
     const now = yield* Clock.currentTimeMillis
     if (adapter.agentApproval !== undefined && (link.expires_at === null || link.expires_at.getTime() <= now)) {
-      return yield* apiError(
-        StateConflict,
-        `the agent approval behind the ${p.venue} link is missing or lapsed; link the account again`,
-      )
+      return yield* new StateConflict({
+        message: `the agent approval behind the ${p.venue} link is missing or lapsed; link the account again`,
+      })
     }
     const address = link.address as Address
     const open = yield* openWithdrawalOf(p.venue, address).pipe(Effect.orDie)
     if (Option.isSome(open)) {
-      return yield* apiError(
-        WithdrawalPending,
-        `withdrawal ${open.value.id} on ${p.venue} is ${open.value.state}; it must resolve first`,
-      )
+      return yield* new WithdrawalPending({
+        message: `withdrawal ${open.value.id} on ${p.venue} is ${open.value.state}; it must resolve first`,
+      })
     }
     const balance = yield* adapter.withdrawable(address).pipe(Effect.catchAll(venueFailure))
     const acknowledged = yield* acknowledgedSince(p.venue, address, balance.readAtMs).pipe(Effect.orDie)
     const available = balance.amountBaseUnits > acknowledged ? balance.amountBaseUnits - acknowledged : 0n
     if (p.amount > available) {
-      return yield* apiError(InsufficientBalance, `at most ${available} base units can be withdrawn now`)
+      return yield* new InsufficientBalance({ message: `at most ${available} base units can be withdrawn now` })
     }
     const destination = (p.to === "signer" ? address : (link.venue_wallet ?? address)) as Address
     const nonceMs = yield* nextNonceMs(p.venue, address, now).pipe(Effect.orDie)

@@ -1,11 +1,8 @@
 import type { Effect } from "effect"
-import type { SiweChainUnavailable, SiweError, SiweErrorCode } from "../Domain/Siwe.ts"
 import {
-  apiError,
   ChainUnavailable,
   ChallengeExpired,
   ChallengeNotYetValid,
-  type Envelope,
   SignatureInvalid,
   SignatureMalformed,
   SignatureMalleable,
@@ -15,36 +12,52 @@ import {
   SiweMalformed,
   SiweNonceMismatch,
   SiweUriMismatch,
-} from "./Errors.ts"
+} from "../Domain/Errors.ts"
+import type { SiweChainUnavailable, SiweError } from "../Domain/Siwe.ts"
 
 /** Each sign-in verdict keeps its own code on the wire; a failing chain node is 503 and retryable. */
 export const signatureFailure = (
   e: SiweError | SiweChainUnavailable,
-): Effect.Effect<never, Envelope<SiweErrorCode | "CHAIN_UNAVAILABLE">> => {
-  if (e._tag === "SiweChainUnavailable") return apiError(ChainUnavailable, "the auth chain node failed; retry", true)
+): Effect.Effect<
+  never,
+  | SiweMalformed
+  | SiweDomainMismatch
+  | SiweUriMismatch
+  | SiweChainMismatch
+  | SiweAddressMismatch
+  | SiweNonceMismatch
+  | ChallengeExpired
+  | ChallengeNotYetValid
+  | SignatureMalformed
+  | SignatureMalleable
+  | SignatureInvalid
+  | ChainUnavailable
+> => {
+  if (e._tag === "SiweChainUnavailable")
+    return new ChainUnavailable({ message: "the auth chain node failed; retry", retryable: true })
   switch (e.code) {
     case "SIWE_MALFORMED":
-      return apiError(SiweMalformed, e.message)
+      return new SiweMalformed({ message: e.message })
     case "SIWE_DOMAIN_MISMATCH":
-      return apiError(SiweDomainMismatch, e.message)
+      return new SiweDomainMismatch({ message: e.message })
     case "SIWE_URI_MISMATCH":
-      return apiError(SiweUriMismatch, e.message)
+      return new SiweUriMismatch({ message: e.message })
     case "SIWE_CHAIN_MISMATCH":
-      return apiError(SiweChainMismatch, e.message)
+      return new SiweChainMismatch({ message: e.message })
     case "SIWE_ADDRESS_MISMATCH":
-      return apiError(SiweAddressMismatch, e.message)
+      return new SiweAddressMismatch({ message: e.message })
     case "SIWE_NONCE_MISMATCH":
-      return apiError(SiweNonceMismatch, e.message)
+      return new SiweNonceMismatch({ message: e.message })
     case "CHALLENGE_EXPIRED":
-      return apiError(ChallengeExpired, e.message)
+      return new ChallengeExpired({ message: e.message })
     case "CHALLENGE_NOT_YET_VALID":
-      return apiError(ChallengeNotYetValid, e.message)
+      return new ChallengeNotYetValid({ message: e.message })
     case "SIGNATURE_MALFORMED":
-      return apiError(SignatureMalformed, e.message)
+      return new SignatureMalformed({ message: e.message })
     case "SIGNATURE_MALLEABLE":
-      return apiError(SignatureMalleable, e.message)
+      return new SignatureMalleable({ message: e.message })
     case "SIGNATURE_INVALID":
-      return apiError(SignatureInvalid, e.message)
+      return new SignatureInvalid({ message: e.message })
   }
 }
 
@@ -54,18 +67,16 @@ export const signatureFailure = (
  */
 export const signatureOnlyFailure = (
   e: SiweError | SiweChainUnavailable,
-): Effect.Effect<
-  never,
-  Envelope<"SIGNATURE_MALFORMED" | "SIGNATURE_MALLEABLE" | "SIGNATURE_INVALID" | "CHAIN_UNAVAILABLE">
-> => {
-  if (e._tag === "SiweChainUnavailable") return apiError(ChainUnavailable, "the chain node failed; retry", true)
-  if (e.code === "SIGNATURE_MALFORMED") return apiError(SignatureMalformed, e.message)
-  if (e.code === "SIGNATURE_MALLEABLE") return apiError(SignatureMalleable, e.message)
-  return apiError(SignatureInvalid, e.code === "SIGNATURE_INVALID" ? e.message : "the signature does not verify")
+): Effect.Effect<never, SignatureMalformed | SignatureMalleable | SignatureInvalid | ChainUnavailable> => {
+  if (e._tag === "SiweChainUnavailable")
+    return new ChainUnavailable({ message: "the chain node failed; retry", retryable: true })
+  if (e.code === "SIGNATURE_MALFORMED") return new SignatureMalformed({ message: e.message })
+  if (e.code === "SIGNATURE_MALLEABLE") return new SignatureMalleable({ message: e.message })
+  return new SignatureInvalid({ message: e.code === "SIGNATURE_INVALID" ? e.message : "the signature does not verify" })
 }
 
 /** For a shape check alone (no chain involved): malformed or malleable. */
-export const shapeFailure = (
-  e: SiweError,
-): Effect.Effect<never, Envelope<"SIGNATURE_MALFORMED" | "SIGNATURE_MALLEABLE">> =>
-  e.code === "SIGNATURE_MALLEABLE" ? apiError(SignatureMalleable, e.message) : apiError(SignatureMalformed, e.message)
+export const shapeFailure = (e: SiweError): Effect.Effect<never, SignatureMalformed | SignatureMalleable> =>
+  e.code === "SIGNATURE_MALLEABLE"
+    ? new SignatureMalleable({ message: e.message })
+    : new SignatureMalformed({ message: e.message })

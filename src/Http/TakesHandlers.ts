@@ -1,6 +1,15 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.ts"
+import {
+  ChainUnavailable,
+  InvalidRequest,
+  NoLiquidity,
+  NotFound,
+  PayerNotLinked,
+  SignatureInvalid,
+  StateConflict,
+} from "../Domain/Errors.ts"
 import { routeTake, type TakeCandidate } from "../Domain/TakeRouter.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "../Store/QuoteCandidates.ts"
 import { loadQuoteCandidatesV2, toTakeCandidateV2 } from "../Store/QuoteCandidatesV2.ts"
@@ -10,17 +19,6 @@ import { signTake } from "../Store/Takes.ts"
 import { type TakeWithSignItems, takeOwnedBy } from "../Store/TakeView.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import {
-  apiError,
-  ChainUnavailable,
-  type Envelope,
-  InvalidRequest,
-  NoLiquidity,
-  NotFound,
-  PayerNotLinked,
-  SignatureInvalid,
-  StateConflict,
-} from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { acceptCancels, acceptPayAuthorization } from "./TakePayKey.ts"
 import { canonical, signedBy } from "./TakeSignatures.ts"
@@ -33,28 +31,25 @@ export const takeFailure = (
   e: TakeCreateError,
 ): Effect.Effect<
   never,
-  Envelope<
-    "INVALID_REQUEST" | "NOT_FOUND" | "STATE_CONFLICT" | "PAYER_NOT_LINKED" | "NO_LIQUIDITY" | "CHAIN_UNAVAILABLE"
-  >
+  InvalidRequest | NotFound | StateConflict | PayerNotLinked | NoLiquidity | ChainUnavailable
 > => {
   switch (e._tag) {
     case "TakeInvalid":
-      return apiError(InvalidRequest, e.message)
+      return new InvalidRequest({ message: e.message })
     case "TakeVenueUnknown":
-      return apiError(NotFound, `unknown venue ${e.venue}`)
+      return new NotFound({ message: `unknown venue ${e.venue}` })
     case "TakeConflict":
-      return apiError(StateConflict, "client_take_id was used with other parameters")
+      return new StateConflict({ message: "client_take_id was used with other parameters" })
     case "TakePayerNotLinked":
-      return apiError(PayerNotLinked, `payer is not your linked account on ${e.venue}`)
+      return new PayerNotLinked({ message: `payer is not your linked account on ${e.venue}` })
     case "TakeNoLiquidity":
-      return apiError(NoLiquidity, e.message)
+      return new NoLiquidity({ message: e.message })
     case "TakeChainUnavailable":
-      return apiError(ChainUnavailable, "the from chain's node did not answer; retry", true)
+      return new ChainUnavailable({ message: "the from chain's node did not answer; retry", retryable: true })
     case "TakeUnpaidLocks":
-      return apiError(
-        StateConflict,
-        `this account left ${e.unpaid} locks unpaid (limit ${e.limit}): no new take until they are settled`,
-      )
+      return new StateConflict({
+        message: `this account left ${e.unpaid} locks unpaid (limit ${e.limit}): no new take until they are settled`,
+      })
   }
 }
 
@@ -63,7 +58,7 @@ const wire = (v: TakeWithSignItems) => ({ take: v.take, to_sign: v.toSign })
 /** The session's own take, or 404. */
 const ownTake = (id: string, master: string) =>
   Effect.flatMap(takeOwnedBy(id.toLowerCase(), master).pipe(Effect.orDie), (v) =>
-    Option.isSome(v) ? Effect.succeed(v.value) : apiError(NotFound, "no such take"),
+    Option.isSome(v) ? Effect.succeed(v.value) : new NotFound({ message: "no such take" }),
   )
 
 export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
@@ -77,11 +72,11 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
         Effect.gen(function* () {
           const from = venueOf(payload.from)
           const to = venueOf(payload.to)
-          if (!from) return yield* apiError(NotFound, `unknown venue ${payload.from}`)
-          if (!to) return yield* apiError(NotFound, `unknown venue ${payload.to}`)
-          if (from.id === to.id) return yield* apiError(InvalidRequest, "from and to must be different venues")
+          if (!from) return yield* new NotFound({ message: `unknown venue ${payload.from}` })
+          if (!to) return yield* new NotFound({ message: `unknown venue ${payload.to}` })
+          if (from.id === to.id) return yield* new InvalidRequest({ message: "from and to must be different venues" })
           const amountIn = BigInt(payload.amount_in)
-          if (amountIn === 0n) return yield* apiError(InvalidRequest, "amount_in must be positive")
+          if (amountIn === 0n) return yield* new InvalidRequest({ message: "amount_in must be positive" })
           const query = {
             from: { id: from.id, chainId: from.chain_id, token: from.token },
             to: to.id,
@@ -154,10 +149,9 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
           const walletItems = payload.permit !== undefined || payload.fills !== undefined
           const payKeyItems = [payload.pay_authorization, payload.cancels].filter((x) => x !== undefined).length
           if (walletItems ? payKeyItems > 0 : payKeyItems !== 1) {
-            return yield* apiError(
-              InvalidRequest,
-              "give either permit and fills (the payer's), or pay_authorization, or cancels (the pay key's)",
-            )
+            return yield* new InvalidRequest({
+              message: "give either permit and fills (the payer's), or pay_authorization, or cancels (the pay key's)",
+            })
           }
           if (payload.pay_authorization !== undefined) {
             yield* acceptPayAuthorization(view, session.master, payload.pay_authorization)
@@ -168,10 +162,10 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
             return wire(yield* ownTake(view.take.id, session.master))
           }
           if (payload.permit === undefined || payload.fills === undefined) {
-            return yield* apiError(InvalidRequest, "permit and fills go together")
+            return yield* new InvalidRequest({ message: "permit and fills go together" })
           }
           if (view.take.signed_at === null && view.take.state !== "reserved") {
-            return yield* apiError(StateConflict, `the take is ${view.take.state}; create a new take`)
+            return yield* new StateConflict({ message: `the take is ${view.take.state}; create a new take` })
           }
           const payer = view.take.payer
           const permitItem = view.toSign.find((i) => i.kind === "permit")!
@@ -179,21 +173,23 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
           const given = new Map<string, string>()
           for (const f of payload.fills) {
             const id = f.fill_id.toLowerCase()
-            if (given.has(id)) return yield* apiError(InvalidRequest, `fill ${id} is given twice`)
+            if (given.has(id)) return yield* new InvalidRequest({ message: `fill ${id} is given twice` })
             given.set(id, f.signature)
           }
           if (given.size !== moves.length || moves.some((m) => !given.has(m.fill_id!))) {
-            return yield* apiError(InvalidRequest, "give exactly one signature for every fill_id of the take's to_sign")
+            return yield* new InvalidRequest({
+              message: "give exactly one signature for every fill_id of the take's to_sign",
+            })
           }
           const permit = yield* canonical(payload.permit)
           if (!(yield* signedBy(permitItem, payer, permit))) {
-            return yield* apiError(SignatureInvalid, "the permit is not signed by the payer")
+            return yield* new SignatureInvalid({ message: "the permit is not signed by the payer" })
           }
           const fills = new Map<string, string>()
           for (const move of moves) {
             const signature = yield* canonical(given.get(move.fill_id!)!)
             if (!(yield* signedBy(move, payer, signature))) {
-              return yield* apiError(SignatureInvalid, `the Fill of ${move.fill_id} is not signed by the payer`)
+              return yield* new SignatureInvalid({ message: `the Fill of ${move.fill_id} is not signed by the payer` })
             }
             fills.set(move.fill_id!, signature)
           }
@@ -203,14 +199,14 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
             permitSignature: permit,
             fillSignatures: fills,
           }).pipe(Effect.orDie)
-          if (outcome._tag === "Missing") return yield* apiError(NotFound, "no such take")
+          if (outcome._tag === "Missing") return yield* new NotFound({ message: "no such take" })
           if (outcome._tag === "Closed") {
-            return yield* apiError(
-              StateConflict,
-              outcome.state === "expired"
-                ? "the take's pay window has passed; create a new take"
-                : `the take is ${outcome.state}`,
-            )
+            return yield* new StateConflict({
+              message:
+                outcome.state === "expired"
+                  ? "the take's pay window has passed; create a new take"
+                  : `the take is ${outcome.state}`,
+            })
           }
           return wire(yield* ownTake(view.take.id, session.master))
         }),

@@ -4,6 +4,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
+import { UpgradeRequired } from "../Domain/Errors.ts"
 import { ClientIdentity } from "../Http/ClientIdentity.ts"
 import { CredentialResolverLive } from "../Http/CredentialResolverLive.ts"
 import { envelopeResponse } from "../Http/Envelope.ts"
@@ -55,9 +56,9 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
         const socket = upgradeRequested ? yield* Effect.option(request.upgrade) : Option.none()
         if (Option.isNone(socket)) {
           return yield* envelopeResponse(
-            426,
-            "UPGRADE_REQUIRED",
-            `${STREAM_PATH} is a WebSocket: connect with Upgrade: websocket and send a subscription frame`,
+            new UpgradeRequired({
+              message: `${STREAM_PATH} is a WebSocket: connect with Upgrade: websocket and send a subscription frame`,
+            }),
             { headers: { upgrade: "websocket" } },
           )
         }

@@ -29,9 +29,7 @@ export interface Close {
 export interface SessionEnv {
   readonly tail: JournalTailService
   /** Resolves a subscription token to a principal (a session or a credential), as a bearer would. */
-  readonly authenticate: (
-    token: string,
-  ) => Effect.Effect<Principal, { readonly error: { readonly message: string } }, SqlClient.SqlClient>
+  readonly authenticate: (token: string) => Effect.Effect<Principal, { readonly message: string }, SqlClient.SqlClient>
   /** Venue ids of the deployment (pair filter validation). */
   readonly venues: ReadonlySet<string>
   /** How often the server pings; a peer that answered none of the last two pings is dropped. */
@@ -176,7 +174,7 @@ const parseSubscription = (text: string, env: SessionEnv) =>
     let principal: Principal | undefined
     if (sub.token !== undefined) {
       const resolved = yield* env.authenticate(sub.token).pipe(Effect.either)
-      if (Either.isLeft(resolved)) return yield* Effect.fail(close("unauthorized", resolved.left.error.message))
+      if (Either.isLeft(resolved)) return yield* Effect.fail(close("unauthorized", resolved.left.message))
       principal = resolved.right
     }
     const channels: ReadonlyArray<Channel> =
@@ -234,7 +232,7 @@ const recheckAuth = (token: string, env: SessionEnv) =>
         continue
       }
       failures = 0
-      if (Either.isLeft(result.value)) return close("auth_revoked", result.value.left.error.message)
+      if (Either.isLeft(result.value)) return close("auth_revoked", result.value.left.message)
     }
   })
 

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, FiberRef } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { classOf } from "../../src/Domain/Errors.ts"
 import { requireAccess } from "../../src/Http/Guards.ts"
 import { CurrentRequestId } from "../../src/Http/RequestId.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -196,7 +197,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
         Effect.either,
       )
       const before = yield* guard
-      expect(Either.isLeft(before) && before.left.error.code).toBe("ACCESS_REQUIRED")
+      expect(Either.isLeft(before) && classOf(before.left).code).toBe("ACCESS_REQUIRED")
 
       const granted = yield* grant(adminToken, user.address, "granted")
       expect(granted.status).toBe(200)
@@ -207,7 +208,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
 
       yield* grant(adminToken, user.address, "suspended")
       const suspended = yield* guard
-      expect(Either.isLeft(suspended) && suspended.left.error.code).toBe("ACCESS_REQUIRED")
+      expect(Either.isLeft(suspended) && classOf(suspended.left).code).toBe("ACCESS_REQUIRED")
       // An address that has never signed in can be granted ahead of time.
       const later = fresh()
       expect((yield* grant(adminToken, later.address, "granted")).status).toBe(200)

@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Clock, Effect, Either, FiberRef, TestClock, TestContext } from "effect"
+import { classOf } from "../../src/Domain/Errors.ts"
 import { CurrentRequestId } from "../../src/Http/RequestId.ts"
 import { authenticateHeader } from "../../src/Http/Security.ts"
 import { sha256 } from "../../src/SecureRandom.ts"
@@ -37,7 +38,9 @@ layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("
       expect(Either.isRight(yield* authenticate(token))).toBe(true)
       yield* TestClock.adjust("1 hour")
       const expired = yield* authenticate(token)
-      expect(Either.isLeft(expired) && expired.left.error).toMatchObject({
+      expect(
+        Either.isLeft(expired) && { code: classOf(expired.left).code, message: expired.left.message },
+      ).toMatchObject({
         code: "UNAUTHORIZED",
         message: "session expired",
       })
