@@ -17,9 +17,9 @@
  * Persisted intents (new economic intents, keyed by client id) are each concept's own RPCs: their handlers
  * write rows in one transaction, then `wake` the loop, and reply.
  */
-import { ClusterSchema, DeliverAt, Entity, type Sharding } from "@effect/cluster"
+import { ClusterSchema, DeliverAt, Entity, EntityId, Sharding } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Cause, Clock, DateTime, Duration, Effect, Option, PrimaryKey, Queue, Random, Schema } from "effect"
+import { Cause, Clock, DateTime, Duration, Effect, Layer, Option, PrimaryKey, Queue, Random, Schema } from "effect"
 import { publicFailureMessage, Supervision } from "../src/Supervision.ts"
 
 /** Longest a pending key waits for its backstop tick (plus the shard move after a SIGKILL, ~4–6 s). */
@@ -180,4 +180,37 @@ export const wakeKeyed = <T extends string, Rpcs extends Rpc.Any>(entity: Entity
   Effect.flatMap(keyedClient(entity), (client) => client(id).Wake(undefined, { discard: true })).pipe(
     Effect.timeout("2 seconds"),
     Effect.ignore,
+  )
+
+/** How often each runner looks for keys of its shards with work pending and no entity running. */
+export const ADOPT_EVERY = Duration.seconds(10)
+
+/**
+ * The safety net under the wakes: every ADOPT_EVERY each runner reads the keys with work pending
+ * (`pendingKeys`, from rows) and wakes those on its own shards (a running entity takes it as one more pass). It
+ * covers rows whose wake was lost (a crash between a handler's commit and its wake) and rows written
+ * before this kind was keyed. Not a singleton: each runner adopts only its own shards, so no key is
+ * woken twice and no election is needed. A failed read is logged and tried again next time.
+ */
+export const keyedAdoption = <T extends string, Rpcs extends Rpc.Any, E, R>(
+  entity: Entity.Entity<T, Rpcs>,
+  pendingKeys: Effect.Effect<ReadonlyArray<string>, E, R>,
+  every: Duration.DurationInput = ADOPT_EVERY,
+) =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const sharding = yield* Sharding.Sharding
+      const adopt = Effect.gen(function* () {
+        for (const id of yield* pendingKeys) {
+          if (!sharding.hasShardId(yield* entity.getShardId(EntityId.make(id)))) continue
+          yield* wakeKeyed(entity, id)
+        }
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("adoption pass failed; next pass retries", { failure: publicFailureMessage(cause) }),
+        ),
+        Effect.annotateLogs({ actor: entity.type }),
+      )
+      yield* adopt.pipe(Effect.delay(every), Effect.forever, Effect.forkScoped)
+    }),
   )

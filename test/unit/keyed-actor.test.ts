@@ -2,7 +2,16 @@ import { Entity, TestRunner } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Ref, Schema } from "effect"
-import { again, idle, keyedDriver, keyedEntityOptions, Tick, Wake, wakeKeyed } from "../../actors/Keyed.ts"
+import {
+  again,
+  idle,
+  keyedAdoption,
+  keyedDriver,
+  keyedEntityOptions,
+  Tick,
+  Wake,
+  wakeKeyed,
+} from "../../actors/Keyed.ts"
 import { Supervision } from "../../src/Supervision.ts"
 import { pollUntil } from "../support/Poll.ts"
 
@@ -60,8 +69,13 @@ const CounterLive = Counter.toLayer(
   keyedEntityOptions,
 )
 
+/** Keys with pending rows, as a kind's `pendingKeys` reads them. */
+const pendingKeys = Effect.flatMap(Store, (rows) =>
+  Effect.map(Ref.get(rows), (r) => Object.keys(r.pending).filter((id) => (r.pending[id] ?? 0) > 0)),
+)
+
 const makeLayer = (rows: Ref.Ref<Rows>) =>
-  CounterLive.pipe(
+  Layer.merge(CounterLive, keyedAdoption(Counter, pendingKeys, "100 millis")).pipe(
     Layer.provideMerge(TestRunner.layer),
     Layer.provideMerge(Supervision.Live),
     Layer.provide(Layer.succeed(Store, rows)),
@@ -94,6 +108,16 @@ describe("keyed actors (actors/Keyed.ts)", () => {
         yield* Ref.update(rows, (r) => ({ ...r, pending: { ...r.pending, c: 2 } }))
         yield* wakeKeyed(Counter, "c")
         yield* pollUntil(doneOf(rows, "c"), (n) => n === 2, { every: "10 millis", within: "5 seconds" })
+      }).pipe(Effect.provide(makeLayer(rows)))
+    }),
+  )
+
+  it.live("rows whose wake was lost are adopted: the runner owning their key starts its entity", () =>
+    Effect.gen(function* () {
+      const rows = yield* Ref.make<Rows>({ ...emptyRows, pending: { e: 2, f: 1 } })
+      yield* Effect.gen(function* () {
+        yield* pollUntil(doneOf(rows, "e"), (n) => n === 2, { every: "20 millis", within: "5 seconds" })
+        yield* pollUntil(doneOf(rows, "f"), (n) => n === 1, { every: "20 millis", within: "5 seconds" })
       }).pipe(Effect.provide(makeLayer(rows)))
     }),
   )
