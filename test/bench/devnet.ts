@@ -17,6 +17,7 @@ import {
   makeDataDir,
   spawnDevnet,
 } from "../support/DevnetProcess.ts"
+import { summarize } from "./Summary.ts"
 
 const TARGET_S = 10
 const INFO_TIMEOUT_MS = 120_000
@@ -89,6 +90,13 @@ const run = async (label: string, dataDir: string) => {
         `(target <= ${TARGET_S} s: ${info <= TARGET_S ? "met" : "MISSED"}; ${cpu.toFixed(1)} CPU-s used, ` +
         `load ${load.toFixed(1)} on ${availableParallelism()} CPUs);  /health 200: ${healthText}`,
     )
+    summarize({
+      bench: `devnet: ${label.trim()} → /v1/info 200`,
+      figure: `${info.toFixed(2)} s`,
+      baseline: "",
+      ratio: null,
+      target: `<= ${TARGET_S} s: ${info <= TARGET_S ? "met" : "missed"}`,
+    })
     return info
   } finally {
     await stop(devnet)

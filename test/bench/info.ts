@@ -20,6 +20,7 @@ import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
 import { format, type LoadResult, load } from "./load.ts"
+import { summarize, whole } from "./Summary.ts"
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -88,12 +89,28 @@ const program = Effect.gen(function* () {
   console.log(format("bare node:http (baseline)", base))
   console.log(format("settlement service", service))
   console.log(format("service, metrics + log off", unobserved))
-  console.log(`throughput ratio service/baseline: ${(service.rps / base.rps).toFixed(2)} (target >= 0.6)`)
+  console.log(`throughput ratio service/baseline: ${(service.rps / base.rps).toFixed(2)} (target >= 0.9)`)
   console.log(`p50 latency ratio service/baseline: ${(service.p50ms / base.p50ms).toFixed(2)}`)
   console.log(
     `throughput ratio metrics + JSON access log on/off: ${(service.rps / unobserved.rps).toFixed(2)} (issue 17: >= 0.8)`,
   )
   console.log(`access log: ${logFile}`)
+  summarize({
+    bench: "info: GET /v1/info req/s (logs, metrics on)",
+    figure: `${whole(service.rps)} req/s`,
+    baseline: `bare node:http ${whole(base.rps)} req/s`,
+    ratio: service.rps / base.rps,
+    target: ">= 0.9",
+    atLeast: 0.9,
+  })
+  summarize({
+    bench: "info: observing on/off",
+    figure: `${whole(service.rps)} req/s`,
+    baseline: `logs + metrics off ${whole(unobserved.rps)} req/s`,
+    ratio: service.rps / unobserved.rps,
+    target: ">= 0.8",
+    atLeast: 0.8,
+  })
 })
 
 // As in production: the JSON log at info (an access line per request) and the metrics (always on). The lines go

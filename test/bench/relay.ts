@@ -19,6 +19,7 @@ import { AppConfig } from "../../src/Config.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
+import { summarize, whole } from "./Summary.ts"
 
 const N = Number(process.env.BENCH_TXS ?? 400)
 const IN_FLIGHT = 64
@@ -118,6 +119,14 @@ const main = async () => {
       `  TxRelayer (submit, simulate, persist, broadcast, receipt): ${(N / ours).toFixed(0)} tx/s (${ours.toFixed(2)} s)`,
     )
     console.log(`  ratio relayer/baseline: ${(base / ours).toFixed(2)}`)
+    summarize({
+      bench: `relay: ${N} transactions, automine`,
+      figure: `${whole(N / ours)} tx/s`,
+      baseline: `raw signed sends ${whole(N / base)} tx/s`,
+      ratio: base / ours,
+      target: ">= 0.6",
+      atLeast: 0.6,
+    })
   } finally {
     await c.anvil.stop()
   }

@@ -54,6 +54,7 @@ import {
   v2Taker,
 } from "../support/SettleV2Stack.ts"
 import { makerOrderV2, signedTakeV2 } from "../support/TakesV2.ts"
+import { summarize } from "./Summary.ts"
 
 const TAKES = Number(process.env.BENCH_TAKES ?? 4)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 1)
@@ -359,6 +360,15 @@ const program = Effect.gen(function* () {
   console.log(line("service: first signature → recipient credit", service))
   console.log(line("raw (funded keys, same order): lock → credit", raw))
   console.log(`ratio service/raw (p50) ${(pct(service, 50) / pct(raw, 50)).toFixed(2)}  load ${load()}`)
+  summarize({
+    bench: `settle v2: first signature → credit p50, ${INTERVAL ? "1 s blocks" : "automine"}, ${CONCURRENCY} concurrent`,
+    figure: `${(pct(service, 50) / 1000).toFixed(2)} s`,
+    baseline: `raw same order ${(pct(raw, 50) / 1000).toFixed(2)} s`,
+    // higher is better: raw / service; the target service <= 1.2 × raw is a ratio >= 0.83
+    ratio: pct(raw, 50) / pct(service, 50),
+    target: "<= 1.2 × raw (>= 0.83)",
+    atLeast: 1 / 1.2,
+  })
 })
 
 Effect.runPromise(Effect.scoped(program)).then(

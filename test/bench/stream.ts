@@ -26,6 +26,7 @@ import { appendJournal } from "../../src/Store/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
+import { summarize } from "./Summary.ts"
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 256)
 const RATE = Number(process.env.BENCH_RATE ?? 200)
@@ -223,6 +224,22 @@ const program = Effect.gen(function* () {
   console.log(
     `stream p99 publish → delivery ${ms(fromPublish.p99)} (target <= 50 ms): ${fromPublish.p99 <= 50 ? "ok" : "MISSED"}`,
   )
+  summarize({
+    bench: `stream: publish → delivery p50, ${SUBSCRIBERS} subscribers, ${RATE} ev/s`,
+    figure: ms(fromPublish.p50),
+    baseline: `bare ws ${ms(baseline.p50)}`,
+    // oriented so higher is better: baseline / service; the target p50 <= 2 × bare is a ratio >= 0.5
+    ratio: baseline.p50 / fromPublish.p50,
+    target: "p50 <= 2 × bare (>= 0.5)",
+    atLeast: 0.5,
+  })
+  summarize({
+    bench: `stream: publish → delivery p99, ${SUBSCRIBERS} subscribers, ${RATE} ev/s`,
+    figure: ms(fromPublish.p99),
+    baseline: `bare ws ${ms(baseline.p99)}`,
+    ratio: baseline.p99 / fromPublish.p99,
+    target: `p99 <= 50 ms: ${fromPublish.p99 <= 50 ? "met" : "missed"}`,
+  })
   if (deliveries.length !== expected) console.log("WARNING: the stream did not deliver every event to every subscriber")
 })
 

@@ -1,0 +1,41 @@
+import { appendFileSync } from "node:fs"
+import { loadavg } from "node:os"
+
+/**
+ * One row of `npm run bench`'s summary table (issue 21 item 4). A bench calls `summarize` once per figure
+ * it measures against a baseline; the row is printed as one `BENCH_ROW {json}` line and, when the bench runs
+ * under test/bench/run.ts, appended to the file that runner names (BENCH_SUMMARY_FILE).
+ */
+export interface SummaryRow {
+  /** The bench and what it measured, e.g. "info: GET /v1/info throughput". */
+  readonly bench: string
+  /** The service's figure with its unit, e.g. "24,100 req/s". */
+  readonly figure: string
+  /** The baseline measured in the same run, with its unit. */
+  readonly baseline: string
+  /** service / baseline, oriented so that higher is better (for times: baseline / service) — or null if none. */
+  readonly ratio: number | null
+  /** The target in words, e.g. ">= 0.9". */
+  readonly target: string
+  /** Whether the ratio meets the target (null when there is no numeric target). */
+  readonly met: boolean | null
+  /** The 1-minute load average when the row was measured. */
+  readonly load: number
+}
+
+export const summarize = (row: Omit<SummaryRow, "load" | "met"> & { readonly atLeast?: number }) => {
+  const { atLeast, ...rest } = row
+  const full: SummaryRow = {
+    ...rest,
+    met: atLeast === undefined || row.ratio === null ? null : row.ratio >= atLeast,
+    load: Number(loadavg()[0]!.toFixed(2)),
+  }
+  const line = `BENCH_ROW ${JSON.stringify(full)}`
+  console.log(line)
+  const file = process.env.BENCH_SUMMARY_FILE
+  if (file !== undefined && file !== "") appendFileSync(file, `${JSON.stringify(full)}\n`)
+  return full
+}
+
+/** Thousands separators, no decimals: 24100.4 → "24,100". */
+export const whole = (n: number) => Math.round(n).toLocaleString("en-US")
