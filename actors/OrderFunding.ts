@@ -1,4 +1,5 @@
-import { Clock, Duration, Effect } from "effect"
+import { Entity } from "@effect/cluster"
+import { Clock, Duration, Effect, Layer } from "effect"
 import { getAddress, type Hex } from "viem"
 import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
@@ -9,15 +10,20 @@ import { AppConfig } from "../src/Config.ts"
 import {
   type AwaitingMarginOrder,
   awaitingMarginOrders,
+  fundingPendingOrders,
   markFailed,
   markFunding,
+  orderFundingState,
   settleClosedV2Orders,
   settleFundingOrders,
 } from "../src/Store/Orders.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
+import { ESCROW_INDEXED_CHANNEL } from "../src/Store/Settlement.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
+import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
 
+/** Cadence of a pending order (the singleton's sweep interval). */
 const SWEEP = Duration.seconds(1)
-const BATCH = 64
 
 /**
  * One `awaiting_margin` order: its venue transfer (a withdrawal with the WithdrawalDesk) decides.
@@ -94,28 +100,67 @@ const advance = (o: AwaitingMarginOrder) =>
         }),
       )
     if (submitted) yield* markFunding(o.id, null, now, "awaiting_margin")
-  }).pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning(`order ${o.id}: awaiting_margin step failed; retrying`, cause)),
-  )
-
-const sweep = Effect.gen(function* () {
-  for (const o of yield* awaitingMarginOrders(BATCH)) yield* advance(o)
-  yield* settleFundingOrders(yield* Clock.currentTimeMillis)
-  yield* settleClosedV2Orders(yield* Clock.currentTimeMillis)
-})
+  })
 
 /**
- * Advances `awaiting_margin` orders (see `advance`), then moves `funding` orders to `funded` when the
- * escrow index (finalized) holds them, or to `failed` when their fund transaction reverted, and drained
- * sticky-closed v2 orders to `closed`. Every fact
- * is a durable row (withdrawals, relayer requests, the escrow index), so a sweep after a crash finds
- * whatever changed while no one was looking.
+ * One pass over one order (the OrderFunding entity's step): an `awaiting_margin` order advances (see `advance`);
+ * a `funding` order goes `funded` once the escrow index (finalized) holds it, or `failed` when its fund
+ * transaction reverted; a drained sticky-closed v2 order goes `closed`. Every fact is a durable row
+ * (withdrawals, relayer requests, the escrow index), so a pass on a new instance after a crash finds whatever
+ * changed while no one was looking. Pending while the order is in one of those states: looked at again every
+ * second (the venue's payout, the relayer and the watcher need no message to be noticed), sooner when a relayer
+ * outcome of `fund:<id>` or an index page of the order's venue wakes it.
  */
-export const runOrderFunding = sweep.pipe(
-  Effect.catchAllCause((cause) => Effect.logWarning("order funding sweep failed; retrying", cause)),
-  Effect.zipRight(Effect.sleep(SWEEP)),
-  Effect.forever,
-  Effect.annotateLogs({ actor: "OrderFunding" }),
+export const stepOrderFunding = (id: string) =>
+  Effect.gen(function* () {
+    const before = yield* orderFundingState(id)
+    if (before === undefined) return idle
+    const now = yield* Clock.currentTimeMillis
+    if (before.state === "awaiting_margin") {
+      for (const o of yield* awaitingMarginOrders(1, id)) yield* advance(o)
+    }
+    const mid = yield* orderFundingState(id)
+    if (mid?.state === "funding") yield* settleFundingOrders(now, id)
+    if (mid?.state === "funded" && mid.close_requested) yield* settleClosedV2Orders(now, id)
+    const after = yield* orderFundingState(id)
+    if (after === undefined) return idle
+    const pending =
+      after.state === "awaiting_margin" ||
+      after.state === "funding" ||
+      (after.state === "funded" && after.close_requested)
+    if (!pending) return idle
+    return after.state !== before.state ? again(Duration.zero) : again(SWEEP)
+  })
+
+/** Orders with funding work pending (start-up adoption wakes them; src/Store/Orders.ts fundingPendingOrders). */
+export const pendingKeys = fundingPendingOrders()
+
+/** An entity per order (id = the order id). */
+export const OrderFunding = Entity.make("order-funding", [Wake, Tick])
+
+const OrderFundingEntityLive = OrderFunding.toLayer(
+  Effect.gen(function* () {
+    const drive = yield* keyedDriver(OrderFunding, stepOrderFunding)
+    return { Wake: drive.onWake, Tick: drive.onTick }
+  }),
+  keyedEntityOptions,
 )
 
-export const OrderFundingLive = supervisedSingleton("order-funding", runOrderFunding)
+/**
+ * Wakes on this runner: the fund call's relayer outcome (key `fund:<order id>`) wakes its order; a committed
+ * escrow index page of a venue wakes that venue's pending orders (funded, failed, drained).
+ */
+const OrderFundingWakesLive = Layer.mergeAll(
+  wakeOnNotify("order-funding", RELAYER_OUTCOME_CHANNEL, (key) =>
+    key.startsWith("fund:") ? wakeOwned(OrderFunding, [key.slice("fund:".length)]) : Effect.void,
+  ),
+  wakeOnNotify("order-funding", ESCROW_INDEXED_CHANNEL, (venue) =>
+    Effect.flatMap(fundingPendingOrders(venue), (ids) => wakeOwned(OrderFunding, ids)),
+  ),
+)
+
+export const OrderFundingLive = Layer.mergeAll(
+  OrderFundingEntityLive,
+  OrderFundingWakesLive,
+  keyedAdoption(OrderFunding, pendingKeys),
+)

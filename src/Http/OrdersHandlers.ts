@@ -1,6 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Either, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
+import { wakeIfClustered } from "../../actors/KeyedWakes.ts"
+import { OrderFunding } from "../../actors/OrderFunding.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../Chain/FundCall.ts"
 import { fundOrderTypedDataOn, newOrderEscrowVersion, orderEscrow } from "../Chain/OrderEscrow.ts"
@@ -295,6 +297,9 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           yield* markFunding(order.id, { fund_order: payload.fund_order, permit: payload.permit }, now).pipe(
             Effect.orDie,
           )
+          // After the commit, a wake rather than a persisted intent: the rows are written and a repeat is answered
+          // from the order's state (lookup by id); the order's entity then watches the fund call to funded/failed.
+          yield* wakeIfClustered(OrderFunding, order.id)
           return yield* orderView(Option.getOrThrow(yield* findOrder(order.id).pipe(Effect.orDie)))
         }),
       )
@@ -328,7 +333,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
  * Verifies the owner's signature of the order's venue_transfer (the venue withdrawal prepared at creation,
  * found again by its digest), queues that withdrawal exactly as POST /v1/withdrawals does, and moves the
  * order to `awaiting_margin`. A retry after a lost response finds the same withdrawal (one per preparation).
- * The fund call is relayed later by the OrderFunding sweep, once the withdrawal landed in the wallet.
+ * The fund call is relayed later by the order's OrderFunding entity, once the withdrawal landed in the wallet.
  */
 const queueVenueTransfer = (
   order: OrderRow,
@@ -370,6 +375,8 @@ const queueVenueTransfer = (
       case "Created":
       case "Existing":
         yield* markAwaitingMargin(order.id, signatures, outcome.row.id, now).pipe(Effect.orDie)
+        // Committed: the order's OrderFunding entity relays fund once the withdrawal landed (a wake, as above).
+        yield* wakeIfClustered(OrderFunding, order.id)
         return yield* orderView(Option.getOrThrow(yield* findOrder(order.id).pipe(Effect.orDie)))
     }
   })

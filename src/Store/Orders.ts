@@ -212,7 +212,7 @@ export interface AwaitingMarginOrder {
   readonly withdrawal_error: string
 }
 
-export const awaitingMarginOrders = (limit: number) =>
+export const awaitingMarginOrders = (limit: number, orderId?: string) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<AwaitingMarginOrder>`
@@ -220,7 +220,8 @@ export const awaitingMarginOrders = (limit: number) =>
              o.owner_address, o.amount::text as amount, o.to_sign, o.signatures,
              w.state as withdrawal_state, w.error as withdrawal_error
       from orders o join withdrawals w on w.id = o.venue_transfer_id
-      where o.state = 'awaiting_margin' order by o.updated_at limit ${limit}`,
+      where o.state = 'awaiting_margin' ${orderId === undefined ? sql`` : sql`and o.id = ${orderId}`}
+      order by o.updated_at limit ${limit}`,
   )
 
 /** Fails an order that is still in `from`, journaling `order.failed` once. */
@@ -250,14 +251,15 @@ export const markFailed = (id: string, from: OrderState, error: string, nowMs: n
  * order (v1 by order id, v2 by owner and order id), failed when the fund transaction reverted. Each
  * transition is journaled once.
  */
-export const settleFundingOrders = (nowMs: number) =>
+export const settleFundingOrders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
         const now = new Date(nowMs)
+        const only = orderId === undefined ? sql`` : sql`and o.id = ${orderId}`
         const funded = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
           update orders o set state = 'funded', updated_at = ${now}
-          where o.state = 'funding' and (
+          where o.state = 'funding' ${only} and (
             (o.escrow_version = 1 and exists (
               select 1 from escrow_orders e where e.venue = o.venue and e.order_id = o.id))
             or (o.escrow_version = 2 and exists (
@@ -268,7 +270,7 @@ export const settleFundingOrders = (nowMs: number) =>
           update orders o set state = 'failed', updated_at = ${now},
             error = coalesce(nullif(r.revert_reason, ''), nullif(r.error, ''), 'the fund transaction failed')
           from relayer_requests r
-          where o.state = 'funding' and r.idempotency_key = 'fund:' || o.id and r.status in ('reverted')
+          where o.state = 'funding' ${only} and r.idempotency_key = 'fund:' || o.id and r.status in ('reverted')
           returning o.id, o.master, o.quote_identity_id, o.error`
         for (const o of funded) {
           yield* appendJournal({
@@ -294,14 +296,15 @@ export const settleFundingOrders = (nowMs: number) =>
  * its owner) and that holds nothing any more goes `closed`, journaled once. A sticky close can end with locks
  * outstanding, so this runs in the funding sweep rather than only when the close is final.
  */
-export const settleClosedV2Orders = (nowMs: number) =>
+export const settleClosedV2Orders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
         const closed = yield* sql<{ id: string; master: string; quote_identity_id: string }>`
         update orders o set state = 'closed', updated_at = ${new Date(nowMs)}
         from escrow_v2_orders e
-        where o.state = 'funded' and o.escrow_version = 2 and e.venue = o.venue and e.owner = o.owner_address
+        where o.state = 'funded' and o.escrow_version = 2 ${orderId === undefined ? sql`` : sql`and o.id = ${orderId}`}
+          and e.venue = o.venue and e.owner = o.owner_address
           and e.order_id = o.id and e.close_requested and e.available = 0 and e.locked = 0
         returning o.id, o.master, o.quote_identity_id::text`
         for (const o of closed) {
@@ -314,6 +317,33 @@ export const settleClosedV2Orders = (nowMs: number) =>
         return closed.length
       }),
     ),
+  )
+
+/**
+ * Orders the OrderFunding entity (actors/OrderFunding.ts, one per order) still has to drive: awaiting_margin,
+ * funding, and funded v2 orders whose sticky close the index shows (they go closed once drained). `venue`
+ * restricts them to one venue (an escrow index page of that venue may have changed them).
+ */
+export const fundingPendingOrders = (venue?: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ id: string }>`
+      select o.id::text as id from orders o
+      where o.state in ('awaiting_margin', 'funding') ${venue === undefined ? sql`` : sql`and o.venue = ${venue}`}
+      union all
+      select o.id::text from orders o join escrow_v2_orders e
+        on e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id
+      where o.state = 'funded' and o.escrow_version = 2 and e.close_requested
+        ${venue === undefined ? sql`` : sql`and o.venue = ${venue}`}`.pipe(Effect.map((rows) => rows.map((r) => r.id))),
+  )
+
+/** What the OrderFunding entity of this order has left: the order's state and whether a sticky close is indexed. */
+export const orderFundingState = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ state: OrderState; close_requested: boolean }>`
+      select o.state, coalesce(e.close_requested, false) as close_requested from orders o
+      left join escrow_v2_orders e on o.escrow_version = 2 and e.venue = o.venue and e.owner = o.owner_address
+        and e.order_id = o.id
+      where o.id = ${id}`.pipe(Effect.map((rows) => rows[0])),
   )
 
 export interface OrderTransaction {

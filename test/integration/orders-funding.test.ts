@@ -3,7 +3,7 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { runOrderFunding } from "../../actors/OrderFunding.ts"
+import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { runWithdrawalDesk } from "../../actors/WithdrawalDesk.ts"
@@ -69,7 +69,9 @@ const Live = Layer.unwrapScoped(
       auth: { rpc_urls: [chain.anvil.rpcUrl] },
       withdrawals: { poll_ms: 100, reconcile_ms: 300, reconcile_max_ms: 1_000 },
     })
-    return Layer.mergeAll(
+    // The order-funding entities on the HTTP stack's in-memory runner (its handlers wake them after their commits),
+    // for the whole file as in the service (interrupting a registered entity kind does not re-register it).
+    const base = Layer.mergeAll(
       ChainClients.layerWith(),
       FaultPoint.Noop,
       Relayer.Live,
@@ -81,6 +83,7 @@ const Live = Layer.unwrapScoped(
       Layer.provideMerge(Layer.succeed(TestChainTag, chain)),
       Layer.merge(Layer.succeed(Simulator, sim)),
     )
+    return OrderFundingLive.pipe(Layer.provideMerge(base))
   }),
 )
 
@@ -95,7 +98,7 @@ interface OrderView {
   readonly transactions: Array<{ kind: string; status: string }>
 }
 
-/** Mines a block every 200 ms and runs the chain's relayer and watcher, the desk and the funding sweep. */
+/** Mines a block every 200 ms and runs the chain's relayer and watcher and the desk (order funding: an entity per order, in Live). */
 const background = Effect.gen(function* () {
   const chain = yield* TestChainTag
   const { deployment } = yield* AppConfig
@@ -107,7 +110,7 @@ const background = Effect.gen(function* () {
     ),
   )
   const actors = yield* Effect.fork(
-    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runOrderFunding, runWithdrawalDesk], {
+    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runWithdrawalDesk], {
       concurrency: "unbounded",
     }),
   )
@@ -196,7 +199,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
         ),
       )
       const actors = yield* Effect.fork(
-        Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runOrderFunding], { concurrency: "unbounded" }),
+        Effect.all([runTxRelayer(venue), runVenueWatcher(venue)], { concurrency: "unbounded" }),
       )
       const owner = privateKeyToAccount(ANVIL_PRIVATE_KEYS[1] as Hex)
       const token = yield* signIn(base, owner)

@@ -4,7 +4,7 @@ import { Context, Effect, Fiber, Layer } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { runCloseQueue } from "../../actors/CloseQueue.ts"
-import { runOrderFunding } from "../../actors/OrderFunding.ts"
+import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { runWithdrawalDesk } from "../../actors/WithdrawalDesk.ts"
@@ -72,7 +72,9 @@ const Live = Layer.unwrapScoped(
       // the relayer owns the operator's nonces.
       operator_key: key(7),
     })
-    return Layer.mergeAll(
+    // The order-funding entities on the HTTP stack's in-memory runner (its handlers wake them after their commits),
+    // for the whole file as in the service (interrupting a registered entity kind does not re-register it).
+    const base = Layer.mergeAll(
       ChainClients.layerWith(),
       FaultPoint.Noop,
       Relayer.Live,
@@ -84,6 +86,7 @@ const Live = Layer.unwrapScoped(
       Layer.provideMerge(Layer.succeed(TestChainTag, chain)),
       Layer.merge(Layer.succeed(Simulator, sim)),
     )
+    return OrderFundingLive.pipe(Layer.provideMerge(base))
   }),
 )
 
@@ -120,7 +123,7 @@ const background = Effect.gen(function* () {
     ),
   )
   const actors = yield* Effect.fork(
-    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runOrderFunding, runCloseQueue, runWithdrawalDesk], {
+    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runCloseQueue, runWithdrawalDesk], {
       concurrency: "unbounded",
     }),
   )
