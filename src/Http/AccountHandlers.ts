@@ -2,6 +2,16 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig, siweSettings } from "../Config.ts"
+import {
+  AccountInUse,
+  ChallengeExpired,
+  ChallengeUnknown,
+  ChallengeUsed,
+  InvalidRequest,
+  NotFound,
+  StateConflict,
+  VenueUnavailable,
+} from "../Domain/Errors.ts"
 import { buildLinkMessage } from "../Domain/LinkMessage.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { verifySiweSignature } from "../Domain/Siwe.ts"
@@ -20,17 +30,6 @@ import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { agentApprovalVenue, agentLink, issueAgentApproval, linkMasterWithLiveAgent } from "./AgentApproval.ts"
 import { Api } from "./Api.ts"
-import {
-  AccountInUse,
-  apiError,
-  ChallengeExpired,
-  ChallengeUnknown,
-  ChallengeUsed,
-  InvalidRequest,
-  NotFound,
-  StateConflict,
-  VenueUnavailable,
-} from "./Errors.ts"
 import { requireAdmin, requireSession } from "./Guards.ts"
 import { signatureOnlyFailure } from "./SignatureFailure.ts"
 
@@ -51,15 +50,17 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
     const { domain } = siweSettings(deployment)
     const venues = new Set(deployment.venues.map((v) => v.id))
     const knownVenue = (venue: string) =>
-      venues.has(venue) ? Effect.void : apiError(NotFound, `unknown venue ${venue}; see GET /v1/venues`)
+      venues.has(venue)
+        ? Effect.void
+        : Effect.fail(new NotFound({ message: `unknown venue ${venue}; see GET /v1/venues` }))
     const adapters = yield* VenueAdapters
     const ring = agentKeyring(deployment)
     const linkedOrConflict = (venue: string, outcome: { readonly _tag: string; readonly row?: LinkedAccountRow }) =>
       outcome._tag === "Linked" && outcome.row !== undefined
         ? Effect.succeed(toLinkedAccount(outcome.row))
         : outcome._tag === "VenueTaken"
-          ? apiError(StateConflict, `an account is already linked on ${venue}; unlink it first`)
-          : apiError(StateConflict, "this address is linked to another account on this venue")
+          ? Effect.fail(new StateConflict({ message: `an account is already linked on ${venue}; unlink it first` }))
+          : Effect.fail(new StateConflict({ message: "this address is linked to another account on this venue" }))
     return handlers
       .handle("me", () =>
         Effect.gen(function* () {
@@ -146,34 +147,37 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
           const approvalVenue = agentApprovalVenue(deployment, adapters, payload.venue)
           if (payload.nonce === undefined || payload.signature === undefined) {
             if (!isMaster || payload.nonce !== undefined || payload.signature !== undefined) {
-              return yield* apiError(InvalidRequest, "nonce and signature are required unless address is the master")
+              return yield* new InvalidRequest({
+                message: "nonce and signature are required unless address is the master",
+              })
             }
             if (Option.isSome(approvalVenue)) {
               const linked = yield* linkMasterWithLiveAgent(approvalVenue.value, ring, session.master)
               if (Option.isNone(linked)) {
-                return yield* apiError(
-                  InvalidRequest,
-                  `${payload.venue} needs its agent approval: POST /v1/accounts/challenge, sign typed_data, then link`,
-                )
+                return yield* new InvalidRequest({
+                  message: `${payload.venue} needs its agent approval: POST /v1/accounts/challenge, sign typed_data, then link`,
+                })
               }
               return yield* linkedOrConflict(payload.venue, linked.value)
             }
           } else {
             const consumed = yield* consumeLinkChallenge(payload.nonce, session.master, now).pipe(Effect.orDie)
             if (consumed._tag === "Unknown")
-              return yield* apiError(ChallengeUnknown, "no link challenge with this nonce")
+              return yield* new ChallengeUnknown({ message: "no link challenge with this nonce" })
             if (consumed._tag === "AlreadyUsed")
-              return yield* apiError(ChallengeUsed, "this link challenge was already used")
+              return yield* new ChallengeUsed({ message: "this link challenge was already used" })
             const challenge = consumed.challenge
             if (challenge.venue !== payload.venue || challenge.address !== address) {
-              return yield* apiError(InvalidRequest, "the nonce was issued for another venue or address")
+              return yield* new InvalidRequest({ message: "the nonce was issued for another venue or address" })
             }
             if (challenge.expires_at.getTime() <= now)
-              return yield* apiError(ChallengeExpired, "the link challenge expired")
+              return yield* new ChallengeExpired({ message: "the link challenge expired" })
             const agentChallenge = yield* findAgentLinkChallenge(payload.nonce, session.master).pipe(Effect.orDie)
             if (Option.isSome(agentChallenge)) {
               if (Option.isNone(approvalVenue)) {
-                return yield* apiError(VenueUnavailable, `the service has no API access to ${payload.venue} any more`)
+                return yield* new VenueUnavailable({
+                  message: `the service has no API access to ${payload.venue} any more`,
+                })
               }
               const linked = yield* agentLink({
                 v: approvalVenue.value,
@@ -200,10 +204,12 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
             nowMs: now,
           }).pipe(Effect.orDie)
           if (outcome._tag === "VenueTaken") {
-            return yield* apiError(StateConflict, `an account is already linked on ${payload.venue}; unlink it first`)
+            return yield* new StateConflict({
+              message: `an account is already linked on ${payload.venue}; unlink it first`,
+            })
           }
           if (outcome._tag === "AddressTaken") {
-            return yield* apiError(StateConflict, "this address is linked to another account on this venue")
+            return yield* new StateConflict({ message: "this address is linked to another account on this venue" })
           }
           return toLinkedAccount(outcome.row)
         }),
@@ -212,9 +218,10 @@ export const AccountHandlers = HttpApiBuilder.group(Api, "account", (handlers) =
         Effect.gen(function* () {
           const session = yield* requireSession
           const outcome = yield* unlinkIfUnused(session.master, path.venue).pipe(Effect.orDie)
-          if (outcome._tag === "NotLinked") return yield* apiError(NotFound, `no account linked on ${path.venue}`)
+          if (outcome._tag === "NotLinked")
+            return yield* new NotFound({ message: `no account linked on ${path.venue}` })
           if (outcome._tag === "InUse") {
-            return yield* apiError(AccountInUse, `the account is in use by an open ${outcome.use}`)
+            return yield* new AccountInUse({ message: `the account is in use by an open ${outcome.use}` })
           }
           return toLinkedAccount(outcome.row)
         }),

@@ -14,6 +14,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Option } from "effect"
 import type { Address, Hex } from "viem"
 import type { DeploymentConfig, VenueConfig } from "../Config.ts"
+import { ChallengeExpired, SignatureInvalid, StateConflict, VenueRefused, VenueUnavailable } from "../Domain/Errors.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
@@ -33,14 +34,6 @@ import {
 import { type TypedDataObject, typedDataDigest } from "../Venues/TypedData.ts"
 import type { AgentApproval, VenueAdapter } from "../Venues/VenueAdapter.ts"
 import type { VenueAdaptersShape } from "../Venues/VenueAdapters.ts"
-import {
-  apiError,
-  ChallengeExpired,
-  SignatureInvalid,
-  StateConflict,
-  VenueRefused,
-  VenueUnavailable,
-} from "./Errors.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 export interface AgentApprovalVenue {
@@ -121,32 +114,33 @@ export const confirmAgentApproval = (p: {
   Effect.gen(function* () {
     const shape = yield* checkSignatureShape(p.signature).pipe(Effect.catchAll(shapeFailure))
     if (shape !== "eoa") {
-      return yield* apiError(SignatureInvalid, "the venue accepts only an EOA's 65-byte signature of its approval")
+      return yield* new SignatureInvalid({
+        message: "the venue accepts only an EOA's 65-byte signature of its approval",
+      })
     }
     const signature = Either.getOrThrow(canonicalSignature(p.signature as Hex))
     const typedData = p.typedData as TypedDataObject
     const signer = yield* recoverDigestSigner(typedDataDigest(typedData), signature)
     if (signer !== p.user.toLowerCase()) {
-      return yield* apiError(SignatureInvalid, `the approval must be signed by ${p.user.toLowerCase()}`)
+      return yield* new SignatureInvalid({ message: `the approval must be signed by ${p.user.toLowerCase()}` })
     }
     const msg = String(typedData.message.msg ?? "")
     const nonceMicros = Number(/(?:^|&)nonce=([0-9]+)(?:&|$)/.exec(msg)?.[1] ?? "0")
     const expiresMs = Number(/(?:^|&)expired=([0-9]+)(?:&|$)/.exec(msg)?.[1] ?? "0")
     const now = yield* Clock.currentTimeMillis
     if (now - Math.floor(nonceMicros / 1000) > p.v.venue.venue_api.agent_approval_window_ms) {
-      return yield* apiError(
-        ChallengeExpired,
-        "the approval is older than the venue's nonce window; ask again and sign at once",
-      )
+      return yield* new ChallengeExpired({
+        message: "the approval is older than the venue's nonce window; ask again and sign at once",
+      })
     }
     const conflict = yield* linkConflict(p.master, p.v.venue.id, p.user).pipe(Effect.orDie)
     if (Option.isSome(conflict)) {
-      return yield* apiError(
-        StateConflict,
-        conflict.value === "VenueTaken"
-          ? `another account is already linked on ${p.v.venue.id}; unlink it first`
-          : `this address is linked to another account on ${p.v.venue.id}`,
-      )
+      return yield* new StateConflict({
+        message:
+          conflict.value === "VenueTaken"
+            ? `another account is already linked on ${p.v.venue.id}; unlink it first`
+            : `this address is linked to another account on ${p.v.venue.id}`,
+      })
     }
     const outcome = yield* p.v.approval
       .registerAgent({ address: p.user.toLowerCase() as Address, typedData, signature })
@@ -155,23 +149,26 @@ export const confirmAgentApproval = (p: {
       case "Acknowledged":
         return { agent: p.agent, ciphertext: p.ciphertext, expiresMs } satisfies ConfirmedApproval
       case "Unknown":
-        return yield* apiError(
-          VenueUnavailable,
-          `the venue did not confirm the approval (${outcome.reason}); ask for a new challenge and sign again`,
-          true,
-        )
+        return yield* new VenueUnavailable({
+          message: `the venue did not confirm the approval (${outcome.reason}); ask for a new challenge and sign again`,
+          retryable: true,
+        })
       case "Refused":
         if (!outcome.sent)
-          return yield* apiError(VenueUnavailable, `the venue could not be reached: ${outcome.error}`, true)
+          return yield* new VenueUnavailable({
+            message: `the venue could not be reached: ${outcome.error}`,
+            retryable: true,
+          })
         if (outcome.code === "-4225") {
-          return yield* apiError(
-            ChallengeExpired,
-            `the venue refused a stale approval (${outcome.error}); sign a new one`,
-          )
+          return yield* new ChallengeExpired({
+            message: `the venue refused a stale approval (${outcome.error}); sign a new one`,
+          })
         }
         if (outcome.code === "-1022")
-          return yield* apiError(SignatureInvalid, `the venue refused the signature: ${outcome.error}`)
-        return yield* apiError(VenueRefused, `the venue refused the approval (${outcome.code}): ${outcome.error}`)
+          return yield* new SignatureInvalid({ message: `the venue refused the signature: ${outcome.error}` })
+        return yield* new VenueRefused({
+          message: `the venue refused the approval (${outcome.code}): ${outcome.error}`,
+        })
     }
   })
 
@@ -197,7 +194,7 @@ export const agentSignIn = (p: {
     const sql = yield* SqlClient.SqlClient
     const v = agentApprovalVenue(p.deployment, p.adapters, p.challenge.venue ?? "")
     if (Option.isNone(v)) {
-      return yield* apiError(VenueUnavailable, `the service has no API access to ${p.challenge.venue} any more`)
+      return yield* new VenueUnavailable({ message: `the service has no API access to ${p.challenge.venue} any more` })
     }
     const master = p.challenge.address.toLowerCase()
     const confirmed = yield* confirmAgentApproval({
@@ -240,7 +237,9 @@ export const agentSignIn = (p: {
       )
       .pipe(Effect.orDie)
     if (linked._tag !== "Linked") {
-      return yield* apiError(StateConflict, `the ${v.value.venue.id} account could not be linked (${linked._tag})`)
+      return yield* new StateConflict({
+        message: `the ${v.value.venue.id} account could not be linked (${linked._tag})`,
+      })
     }
     return { token, expires_at: toRfc3339(expires), master_address: master }
   })

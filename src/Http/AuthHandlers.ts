@@ -3,6 +3,14 @@ import { Clock, Effect, Option } from "effect"
 import { getAddress } from "viem"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig, type Limits, siweSettings } from "../Config.ts"
+import {
+  ChallengeExpired,
+  ChallengeUnknown,
+  ChallengeUsed,
+  NotFound,
+  RateLimited,
+  VenueUnavailable,
+} from "../Domain/Errors.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { buildSiweMessage, checkSignatureShape, verifySiwe } from "../Domain/Siwe.ts"
 import { randomBase64Url, randomHex, randomUuid, sha256 } from "../SecureRandom.ts"
@@ -15,15 +23,6 @@ import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { agentApprovalVenue, agentSignIn, issueAgentApproval } from "./AgentApproval.ts"
 import { Api } from "./Api.ts"
 import { ClientIdentity } from "./ClientIdentity.ts"
-import {
-  apiError,
-  ChallengeExpired,
-  ChallengeUnknown,
-  ChallengeUsed,
-  NotFound,
-  RateLimited,
-  VenueUnavailable,
-} from "./Errors.ts"
 import { retryAfter } from "./Security.ts"
 import { signatureFailure } from "./SignatureFailure.ts"
 
@@ -64,13 +63,14 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
           )
           if (!decision.allowed) {
             yield* retryAfter(decision.retryAfterSeconds)
-            return yield* apiError(RateLimited, `too many challenges; retry in ${decision.retryAfterSeconds} s`)
+            return yield* new RateLimited({ message: `too many challenges; retry in ${decision.retryAfterSeconds} s` })
           }
           if (payload.venue !== undefined) {
             // The agent-approval venue signs in with its own proof (spec auth/challenge rule 3).
             const venueId = payload.venue
             const venue = deployment.venues.find((v) => v.id === venueId)
-            if (venue === undefined) return yield* apiError(NotFound, `unknown venue ${venueId}; see GET /v1/venues`)
+            if (venue === undefined)
+              return yield* new NotFound({ message: `unknown venue ${venueId}; see GET /v1/venues` })
             const approvalVenue = agentApprovalVenue(deployment, adapters, venueId)
             if (Option.isSome(approvalVenue)) {
               const issued = yield* issueAgentApproval(approvalVenue.value, ring, address)
@@ -92,7 +92,9 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
               }
             }
             if (venue.kind === "aster") {
-              return yield* apiError(VenueUnavailable, `the service has no API access to ${venueId} for its sign-in`)
+              return yield* new VenueUnavailable({
+                message: `the service has no API access to ${venueId} for its sign-in`,
+              })
             }
           }
           const now = yield* Clock.currentTimeMillis
@@ -118,10 +120,13 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", (handlers) =>
           yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(signatureFailure))
           const now = yield* Clock.currentTimeMillis
           const consumed = yield* consumeSiweChallenge(payload.nonce, now).pipe(Effect.orDie)
-          if (consumed._tag === "Unknown") return yield* apiError(ChallengeUnknown, "no challenge with this nonce")
-          if (consumed._tag === "AlreadyUsed") return yield* apiError(ChallengeUsed, "this challenge was already used")
+          if (consumed._tag === "Unknown")
+            return yield* new ChallengeUnknown({ message: "no challenge with this nonce" })
+          if (consumed._tag === "AlreadyUsed")
+            return yield* new ChallengeUsed({ message: "this challenge was already used" })
           const challenge = consumed.challenge
-          if (challenge.expires_at.getTime() <= now) return yield* apiError(ChallengeExpired, "the challenge expired")
+          if (challenge.expires_at.getTime() <= now)
+            return yield* new ChallengeExpired({ message: "the challenge expired" })
           const agentChallenge = yield* findAgentSignInChallenge(payload.nonce).pipe(Effect.orDie)
           if (Option.isSome(agentChallenge)) {
             return yield* agentSignIn({

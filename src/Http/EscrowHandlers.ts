@@ -22,18 +22,7 @@ import {
   isZeroOrder,
   ZERO_ADDRESS,
 } from "../Domain/Close.ts"
-import { decodeLegacyCursor, encodeLegacyCursor, legacyCursorKey } from "../Domain/LegacyCursor.ts"
-import { canonicalSignature } from "../Domain/Signature.ts"
-import { checkSignatureShape } from "../Domain/Siwe.ts"
-import { toWireTypedData } from "../Domain/WireTypedData.ts"
-import { randomHex, randomUuid } from "../SecureRandom.ts"
-import { type CloseRow, type EnqueueOutcome, enqueueClose, findCloseByDigest, pendingCloseOf } from "../Store/Closes.ts"
-import { type EscrowOrderRow, escrowOrderOf, escrowOrdersOf } from "../Store/EscrowView.ts"
-import { findLinkedAccount, listLinkedAccounts } from "../Store/LinkedAccounts.ts"
-import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
-import { Api } from "./Api.ts"
 import {
-  apiError,
   BelowMinimum,
   ChainUnavailable,
   ChallengeExpired,
@@ -45,7 +34,17 @@ import {
   SignatureInvalid,
   SignatureMalleable,
   StateConflict,
-} from "./Errors.ts"
+} from "../Domain/Errors.ts"
+import { decodeLegacyCursor, encodeLegacyCursor, legacyCursorKey } from "../Domain/LegacyCursor.ts"
+import { canonicalSignature } from "../Domain/Signature.ts"
+import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { toWireTypedData } from "../Domain/WireTypedData.ts"
+import { randomHex, randomUuid } from "../SecureRandom.ts"
+import { type CloseRow, type EnqueueOutcome, enqueueClose, findCloseByDigest, pendingCloseOf } from "../Store/Closes.ts"
+import { type EscrowOrderRow, escrowOrderOf, escrowOrdersOf } from "../Store/EscrowView.ts"
+import { findLinkedAccount, listLinkedAccounts } from "../Store/LinkedAccounts.ts"
+import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
+import { Api } from "./Api.ts"
 import { requireAccess, requireScope, requireSession } from "./Guards.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
@@ -102,17 +101,17 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
     const linkedOwner = (master: string, venueId: string) =>
       Effect.gen(function* () {
         const venue = venueOf(venueId)
-        if (venue === undefined) return yield* apiError(NotFound, `unknown venue ${venueId}; see GET /v1/venues`)
+        if (venue === undefined) return yield* new NotFound({ message: `unknown venue ${venueId}; see GET /v1/venues` })
         const link = yield* findLinkedAccount(master, venueId).pipe(Effect.orDie)
         if (Option.isNone(link)) {
-          return yield* apiError(NotFound, `no account is linked on ${venueId}; POST /v1/accounts first`)
+          return yield* new NotFound({ message: `no account is linked on ${venueId}; POST /v1/accounts first` })
         }
         return { venue, owner: link.value.address.toLowerCase() }
       })
 
     const destination = (venue: VenueConfig, dex: number, toMargin: boolean) =>
       Either.match(checkDestination(venue.kind, dex, toMargin), {
-        onLeft: (why) => apiError(InvalidRequest, why),
+        onLeft: (why) => Effect.fail(new InvalidRequest({ message: why })),
         onRight: () => Effect.void,
       })
 
@@ -132,12 +131,11 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         }
         const row = Option.fromNullable(found.find((r) => BigInt(r.available) > 0n) ?? found[0])
         if (Option.isNone(row)) {
-          return yield* apiError(
-            NotFound,
-            isZeroOrder(orderId)
+          return yield* new NotFound({
+            message: isZeroOrder(orderId)
               ? `your linked address on ${venue.id} has no available balance in the escrow`
               : `no order ${orderId.toLowerCase()} of your linked address on ${venue.id} is indexed (finalized blocks)`,
-          )
+          })
         }
         return row.value
       })
@@ -155,25 +153,25 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         if (row.escrow_version === 2 && !isZeroOrder(row.order_id)) return
         const available = BigInt(row.available)
         if (isZeroOrder(row.order_id)) {
-          if (available === 0n) return yield* apiError(BelowMinimum, "the available balance is 0: nothing to close")
+          if (available === 0n)
+            return yield* new BelowMinimum({ message: "the available balance is 0: nothing to close" })
           const minimum = BigInt(venue.release_minimum)
           if (toMargin && available < minimum) {
-            return yield* apiError(
-              BelowMinimum,
-              `a release of the available balance into margin needs at least ${minimum} base units on ${venue.id}; ` +
+            return yield* new BelowMinimum({
+              message:
+                `a release of the available balance into margin needs at least ${minimum} base units on ${venue.id}; ` +
                 "close it to the wallet (to_margin false) instead",
-            )
+            })
           }
           return
         }
         if (isManaged(row.operator)) {
-          return yield* apiError(OrderManaged, "this service operates the order: close it with POST /v1/closes")
+          return yield* new OrderManaged({ message: "this service operates the order: close it with POST /v1/closes" })
         }
         if (available < CLOSE_MINIMUM) {
-          return yield* apiError(
-            BelowMinimum,
-            `the order holds ${available} base units available; a close needs at least ${CLOSE_MINIMUM}`,
-          )
+          return yield* new BelowMinimum({
+            message: `the order holds ${available} base units available; a close needs at least ${CLOSE_MINIMUM}`,
+          })
         }
       })
 
@@ -184,16 +182,21 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         case "Existing":
           return currentView(outcome.row)
         case "Pending":
-          return apiError(ClosePending, `close ${outcome.row.id} of this order is pending`)
+          return Effect.fail(new ClosePending({ message: `close ${outcome.row.id} of this order is pending` }))
         case "Limit":
-          return apiError(CloseLimit, "10 closes of this owner are pending on this chain; wait for one to end")
+          return Effect.fail(
+            new CloseLimit({ message: "10 closes of this owner are pending on this chain; wait for one to end" }),
+          )
         case "NonceUsed":
-          return apiError(StateConflict, "this nonce was used by another close of the owner; prepare again")
+          return Effect.fail(
+            new StateConflict({ message: "this nonce was used by another close of the owner; prepare again" }),
+          )
       }
     }
 
     const relayErrors = {
-      IdempotencyConflict: () => apiError(StateConflict, "this close is already relayed with other calldata"),
+      IdempotencyConflict: () =>
+        Effect.fail(new StateConflict({ message: "this close is already relayed with other calldata" })),
       RelayerRejected: (e: { readonly reason: string }) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
     }
 
@@ -256,18 +259,21 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         if (recovered?.toLowerCase() === owner) return
         const client = clients.venue(venue.id)
         const unavailable = () =>
-          apiError(ChainUnavailable, "the chain node failed checking a contract signature", true)
-        if (client === undefined) return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the owner")
+          Effect.fail(
+            new ChainUnavailable({ message: "the chain node failed checking a contract signature", retryable: true }),
+          )
+        if (client === undefined)
+          return yield* new SignatureInvalid({ message: "the CloseOffer is not signed by the owner" })
         const code = yield* Effect.tryPromise(() => client.getCode({ address: owner as Address })).pipe(
           Effect.catchAll(unavailable),
         )
         if (code === undefined || code === "0x") {
-          return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the order's owner")
+          return yield* new SignatureInvalid({ message: "the CloseOffer is not signed by the order's owner" })
         }
         const valid = yield* Effect.tryPromise(() =>
           client.verifyTypedData({ ...typedData, address: owner as Address, signature }),
         ).pipe(Effect.catchAll(unavailable))
-        if (!valid) return yield* apiError(SignatureInvalid, "the CloseOffer is not signed by the order's owner")
+        if (!valid) return yield* new SignatureInvalid({ message: "the CloseOffer is not signed by the order's owner" })
       })
 
     return handlers
@@ -286,7 +292,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           let position: Parameters<typeof scanLegacyPage>[3]
           if (urlParams.cursor !== undefined) {
             const decoded = decodeLegacyCursor(cursorKey, master, urlParams.cursor)
-            if (Either.isLeft(decoded)) return yield* apiError(InvalidRequest, decoded.left)
+            if (Either.isLeft(decoded)) return yield* new InvalidRequest({ message: decoded.left })
             position = decoded.right
           }
           const linked = yield* listLinkedAccounts(master).pipe(Effect.orDie)
@@ -303,10 +309,17 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
               RpcError: (e) =>
                 Effect.zipRight(
                   Effect.logWarning("legacy scan: node failure", { method: e.method, error: e.message }),
-                  apiError(ChainUnavailable, "a chain node failed during the legacy scan; retry the same cursor", true),
+                  Effect.fail(
+                    new ChainUnavailable({
+                      message: "a chain node failed during the legacy scan; retry the same cursor",
+                      retryable: true,
+                    }),
+                  ),
                 ),
               UnknownDeployment: () =>
-                apiError(InvalidRequest, "cursor names a deployment this service does not scan (any more)"),
+                Effect.fail(
+                  new InvalidRequest({ message: "cursor names a deployment this service does not scan (any more)" }),
+                ),
             }),
           )
           return {
@@ -326,7 +339,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           yield* requireAccess(session.master)
           const row = yield* ownedOrder(venue, payload.order_id, owner)
           yield* closeable(venue, row, toMargin)
-          if (row.closing) return yield* apiError(ClosePending, "a close of this order is pending")
+          if (row.closing) return yield* new ClosePending({ message: "a close of this order is pending" })
           const escrow = yield* escrowOfRow(venue, row)
           const now = yield* Clock.currentTimeMillis
           const deadline = BigInt(Math.floor(now / 1000) + CLOSE_VALIDITY_SECONDS)
@@ -356,7 +369,7 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           yield* destination(venue, payload.dex, toMargin)
           yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
           const signature = canonicalSignature(payload.signature as Hex)
-          if (Either.isLeft(signature)) return yield* apiError(SignatureMalleable, signature.left.message)
+          if (Either.isLeft(signature)) return yield* new SignatureMalleable({ message: signature.left.message })
           const deadline = BigInt(payload.deadline)
           const { message } = closeOffer(venue.chain_id, venue.escrow, {
             orderId: payload.order_id,
@@ -374,10 +387,12 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           yield* requireAccess(session.master)
           const nowSeconds = BigInt(Math.floor((yield* Clock.currentTimeMillis) / 1000))
           if (deadline <= nowSeconds) {
-            return yield* apiError(ChallengeExpired, "the CloseOffer's deadline has passed; prepare and sign again")
+            return yield* new ChallengeExpired({
+              message: "the CloseOffer's deadline has passed; prepare and sign again",
+            })
           }
           if (deadline > nowSeconds + BigInt(CLOSE_VALIDITY_SECONDS + DEADLINE_SKEW_SECONDS)) {
-            return yield* apiError(InvalidRequest, `deadline must be at most ${CLOSE_VALIDITY_SECONDS} s ahead`)
+            return yield* new InvalidRequest({ message: `deadline must be at most ${CLOSE_VALIDITY_SECONDS} s ahead` })
           }
           const row = yield* ownedOrder(venue, payload.order_id, owner, offer.escrow.version)
           yield* closeable(venue, row, toMargin)
@@ -417,17 +432,15 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           const dex = payload.dex ?? 0
           yield* destination(venue, dex, toMargin)
           if (isZeroOrder(payload.order_id)) {
-            return yield* apiError(
-              InvalidRequest,
-              "the zero-id balance has no operator: close it by signature (POST /v1/escrow/close/prepare)",
-            )
+            return yield* new InvalidRequest({
+              message: "the zero-id balance has no operator: close it by signature (POST /v1/escrow/close/prepare)",
+            })
           }
           const row = yield* ownedOrder(venue, payload.order_id, owner)
           if (!isManaged(row.operator)) {
-            return yield* apiError(
-              StateConflict,
-              "this service does not operate the order: close it by signature (POST /v1/escrow/close/prepare)",
-            )
+            return yield* new StateConflict({
+              message: "this service does not operate the order: close it by signature (POST /v1/escrow/close/prepare)",
+            })
           }
           const escrow = yield* escrowOfRow(venue, row)
           const pending = yield* pendingCloseOf(venue.id, row.order_id, owner, escrow.version).pipe(Effect.orDie)
@@ -435,18 +448,18 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
             const p = pending.value
             // The same managed close again (a lost response): the same close.
             if (p.kind === "managed" && Number(p.dex) === dex && p.to_margin === toMargin) return yield* currentView(p)
-            return yield* apiError(ClosePending, `close ${p.id} of this order is pending`)
+            return yield* new ClosePending({ message: `close ${p.id} of this order is pending` })
           }
           yield* requireAccess(session.master)
           // operatorClose reverts with nothing available on both versions (on v2 only the owner's signed close is
           // sticky and accepted at 0).
           if (BigInt(row.available) === 0n) {
-            return yield* apiError(
-              BelowMinimum,
-              escrow.version === 2
-                ? "the order's available amount is 0: nothing to close (to stop the order, close it by signature)"
-                : "the order's available amount is 0: nothing to close",
-            )
+            return yield* new BelowMinimum({
+              message:
+                escrow.version === 2
+                  ? "the order's available amount is 0: nothing to close (to stop the order, close it by signature)"
+                  : "the order's available amount is 0: nothing to close",
+            })
           }
           const id = yield* randomUuid
           const relayKey = `close:managed:${id}`

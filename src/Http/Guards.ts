@@ -1,13 +1,15 @@
 import { Effect } from "effect"
+import { AccessRequired, Forbidden } from "../Domain/Errors.ts"
 import { type CredentialPrincipal, CurrentPrincipal, type SessionPrincipal } from "../Domain/Principal.ts"
 import { findAccount } from "../Store/Accounts.ts"
-import { AccessRequired, apiError, Forbidden } from "./Errors.ts"
 
 /** Routes that move capital, link, take or close: a master session only, never a credential. */
 export const requireSession = Effect.flatMap(CurrentPrincipal, (p) =>
   p._tag === "Session"
     ? Effect.succeed(p as SessionPrincipal)
-    : apiError(Forbidden, "a maker credential may not use this route; sign in with the master wallet"),
+    : Effect.fail(
+        new Forbidden({ message: "a maker credential may not use this route; sign in with the master wallet" }),
+      ),
 )
 
 /** A credential route with a scope (`quote`, `read`); sessions pass. */
@@ -15,11 +17,11 @@ export const requireScope = (scope: string) =>
   Effect.flatMap(CurrentPrincipal, (p) =>
     p._tag === "Session" || (p as CredentialPrincipal).scopes.includes(scope)
       ? Effect.succeed(p)
-      : apiError(Forbidden, `this credential lacks the ${scope} scope`),
+      : Effect.fail(new Forbidden({ message: `this credential lacks the ${scope} scope` })),
   )
 
 export const requireAdmin = Effect.flatMap(requireSession, (p) =>
-  p.admin ? Effect.succeed(p) : apiError(Forbidden, "admin only"),
+  p.admin ? Effect.succeed(p) : Effect.fail(new Forbidden({ message: "admin only" })),
 )
 
 /**
@@ -30,10 +32,12 @@ export const requireAccess = (master: string) =>
   Effect.flatMap(findAccount(master).pipe(Effect.orDie), (account) =>
     account._tag === "Some" && account.value.access === "granted"
       ? Effect.void
-      : apiError(
-          AccessRequired,
-          account._tag === "Some" && account.value.access === "suspended"
-            ? "access is suspended for this account"
-            : "access has not been granted to this account yet",
+      : Effect.fail(
+          new AccessRequired({
+            message:
+              account._tag === "Some" && account.value.access === "suspended"
+                ? "access is suspended for this account"
+                : "access has not been granted to this account yet",
+          }),
         ),
   )

@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
 import { verifyTypedData } from "viem"
 import { AppConfig, siweSettings } from "../Config.ts"
+import { NotFound, SignatureInvalid, StateConflict } from "../Domain/Errors.ts"
 import { CurrentPrincipal } from "../Domain/Principal.ts"
 import { quoteIdentityRegistrationTypedData } from "../Domain/QuoteIdentityRegistration.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
@@ -18,7 +19,6 @@ import {
 import { identityFades } from "../Store/SettlementV2.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import { apiError, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
 import { requireScope, requireSession } from "./Guards.ts"
 import { LeaseCaller } from "./LeaseAuthentication.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
@@ -77,7 +77,7 @@ const visibleIdentity = (id: string) =>
     const visible = Option.filter(identity, (row) =>
       principal._tag === "Session" ? row.master === principal.master : row.id === principal.quoteIdentityId,
     )
-    return Option.isSome(visible) ? visible.value : yield* apiError(NotFound, "no such quote identity")
+    return Option.isSome(visible) ? visible.value : yield* new NotFound({ message: "no such quote identity" })
   })
 
 export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
@@ -103,9 +103,9 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
               signature: payload.signature as `0x${string}`,
             }).catch(() => false),
           )
-          if (!valid) return yield* apiError(SignatureInvalid, "the registration is not signed by the signer")
+          if (!valid) return yield* new SignatureInvalid({ message: "the registration is not signed by the signer" })
           if (signer === session.master) {
-            return yield* apiError(StateConflict, "the master key quotes through its browser identity")
+            return yield* new StateConflict({ message: "the master key quotes through its browser identity" })
           }
           const created = yield* insertCredentialIdentity({
             id: yield* randomUuid,
@@ -114,7 +114,9 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
             nowMs: yield* Clock.currentTimeMillis,
           }).pipe(Effect.orDie)
           if (Option.isNone(created)) {
-            return yield* apiError(StateConflict, "this signer already belongs to a quote identity; use a new key")
+            return yield* new StateConflict({
+              message: "this signer already belongs to a quote identity; use a new key",
+            })
           }
           return toQuoteIdentity(created.value)
         }),
@@ -128,10 +130,10 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
           const session = yield* requireSession
           const id = path.id.toLowerCase()
           const outcome = yield* resumeFadedIdentity({ id, master: session.master }).pipe(Effect.orDie)
-          if (outcome._tag === "NotFound") return yield* apiError(NotFound, "no such quote identity")
-          if (outcome._tag === "Revoked") return yield* apiError(StateConflict, "this quote identity is revoked")
+          if (outcome._tag === "NotFound") return yield* new NotFound({ message: "no such quote identity" })
+          if (outcome._tag === "Revoked") return yield* new StateConflict({ message: "this quote identity is revoked" })
           const row = yield* findQuoteIdentity(id).pipe(Effect.orDie)
-          if (Option.isNone(row)) return yield* apiError(NotFound, "no such quote identity")
+          if (Option.isNone(row)) return yield* new NotFound({ message: "no such quote identity" })
           return yield* identityView(row.value)
         }),
       )
@@ -140,7 +142,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
           const id = path.id.toLowerCase()
           // An mk_ renewal was usually made already, in the statement that authenticated it (LeaseAuthenticationLive).
           const caller = yield* LeaseCaller
-          if (caller._tag === "Revoked") return yield* apiError(StateConflict, "this quote identity is revoked")
+          if (caller._tag === "Revoked") return yield* new StateConflict({ message: "this quote identity is revoked" })
           if (caller._tag === "Renewed") {
             return { identity_id: id, generation: caller.generation, expires_at: caller.lease_expires_at.toISOString() }
           }
@@ -148,7 +150,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
           // only its own identity (no query for another); a session only its master's.
           const principal = yield* requireScope("quote").pipe(Effect.provideService(CurrentPrincipal, caller.principal))
           if (principal._tag !== "Session" && principal.quoteIdentityId !== id) {
-            return yield* apiError(NotFound, "no such quote identity")
+            return yield* new NotFound({ message: "no such quote identity" })
           }
           const renewed = yield* renewLease(
             id,
@@ -157,9 +159,9 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
           ).pipe(Effect.orDie)
           switch (renewed._tag) {
             case "NotFound":
-              return yield* apiError(NotFound, "no such quote identity")
+              return yield* new NotFound({ message: "no such quote identity" })
             case "Revoked":
-              return yield* apiError(StateConflict, "this quote identity is revoked")
+              return yield* new StateConflict({ message: "this quote identity is revoked" })
             case "Renewed":
               return {
                 identity_id: id,
@@ -183,10 +185,12 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
             nowMs: yield* Clock.currentTimeMillis,
           }).pipe(Effect.orDie)
           if (outcome._tag === "IdentityUnavailable") {
-            return yield* apiError(NotFound, "no live credential quote identity with this id")
+            return yield* new NotFound({ message: "no live credential quote identity with this id" })
           }
           if (outcome._tag === "AlreadyIssued") {
-            return yield* apiError(StateConflict, "this identity already has a live credential; rotate it instead")
+            return yield* new StateConflict({
+              message: "this identity already has a live credential; rotate it instead",
+            })
           }
           return { ...toCredential(outcome.row), token }
         }),
@@ -209,7 +213,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
             tokenHash: sha256(token),
             nowMs: yield* Clock.currentTimeMillis,
           }).pipe(Effect.orDie)
-          if (Option.isNone(rotated)) return yield* apiError(NotFound, "no live credential with this id")
+          if (Option.isNone(rotated)) return yield* new NotFound({ message: "no live credential with this id" })
           return { ...toCredential(rotated.value), token }
         }),
       )
@@ -221,7 +225,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
             master: session.master,
             nowMs: yield* Clock.currentTimeMillis,
           }).pipe(Effect.orDie)
-          if (!revoked) return yield* apiError(NotFound, "no live credential with this id")
+          if (!revoked) return yield* new NotFound({ message: "no live credential with this id" })
           return { id: path.id, revoked: true as const }
         }),
       )

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Redacted } from "effect"
 import { AppConfig } from "../Config.ts"
+import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.ts"
 import { decodeTradeCursor, encodeTradeCursor, type TradeFilters, tradeCursorKey } from "../Domain/TradeCursor.ts"
 import {
   buildTradeProof,
@@ -13,7 +14,6 @@ import type { WireQuoteV2 } from "../Domain/WireQuote.ts"
 import { recentTrades, settlementEvents, settlementEventsV2, type TradeRow, tradePage } from "../Store/Trades.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import { apiError, Forbidden, InvalidRequest, NotFound } from "./Errors.ts"
 import { RECENT_TRADES, TRADE_HISTORY_LIMIT_DEFAULT } from "./MarketApi.ts"
 import { authenticateHeader, CredentialResolver } from "./Security.ts"
 
@@ -28,8 +28,8 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
     /** A configured pair of two different venues: 400 for the same venue twice, 404 for an unknown one. */
     const checkPair = (a: string, b: string) =>
       Effect.gen(function* () {
-        if (a === b) return yield* apiError(InvalidRequest, "a and b must be different venues")
-        for (const v of [a, b]) if (!venues.has(v)) return yield* apiError(NotFound, `unknown venue ${v}`)
+        if (a === b) return yield* new InvalidRequest({ message: "a and b must be different venues" })
+        for (const v of [a, b]) if (!venues.has(v)) return yield* new NotFound({ message: `unknown venue ${v}` })
         return [a, b] as const
       })
 
@@ -38,7 +38,7 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const principal = yield* authenticateHeader(request.headers.authorization, admins, resolver)
       if (principal._tag !== "Session") {
-        return yield* apiError(Forbidden, "scope=mine needs a master session; a maker credential may not use it")
+        return yield* new Forbidden({ message: "scope=mine needs a master session; a maker credential may not use it" })
       }
       return principal.master
     })
@@ -170,7 +170,7 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
           const scope = urlParams.scope ?? "all"
           const { a, b } = urlParams
           if ((a === undefined) !== (b === undefined)) {
-            return yield* apiError(InvalidRequest, "give both a and b (one pair) or neither (every pair)")
+            return yield* new InvalidRequest({ message: "give both a and b (one pair) or neither (every pair)" })
           }
           const pair = a !== undefined && b !== undefined ? yield* checkPair(a, b) : null
           const master = scope === "mine" ? yield* sessionMaster : null
@@ -178,7 +178,7 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
           let after: Parameters<typeof tradePage>[0]["after"]
           if (urlParams.after !== undefined) {
             const decoded = decodeTradeCursor(cursorKey, filters, urlParams.after)
-            if (Either.isLeft(decoded)) return yield* apiError(InvalidRequest, decoded.left)
+            if (Either.isLeft(decoded)) return yield* new InvalidRequest({ message: decoded.left })
             after = decoded.right
           }
           yield* snapshotCursor

@@ -9,6 +9,15 @@ import { fundOrderTypedDataOn, newOrderEscrowVersion, orderEscrow } from "../Cha
 import { Relayer } from "../Chain/Relayer.ts"
 import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
+import {
+  ChainUnavailable,
+  ChallengeExpired,
+  InvalidRequest,
+  NotFound,
+  SignatureInvalid,
+  StateConflict,
+  WithdrawalPending,
+} from "../Domain/Errors.ts"
 import { permitTypedData } from "../Domain/Permit.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
@@ -31,16 +40,6 @@ import { createWithdrawal, findPreparationByDigest } from "../Store/Withdrawals.
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { VenueAdapters } from "../Venues/VenueAdapters.ts"
 import { Api } from "./Api.ts"
-import {
-  apiError,
-  ChainUnavailable,
-  ChallengeExpired,
-  InvalidRequest,
-  NotFound,
-  SignatureInvalid,
-  StateConflict,
-  WithdrawalPending,
-} from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { prepareWithdrawal } from "./PrepareWithdrawal.ts"
 import { quoteSetView, quotesHandlers } from "./QuotesHandlers.ts"
@@ -100,7 +99,7 @@ const ownOrder = (id: string, master: string) =>
   Effect.flatMap(findOrder(id).pipe(Effect.orDie), (order) =>
     Option.isSome(order) && order.value.master === master
       ? Effect.succeed(order.value)
-      : apiError(NotFound, "no such order"),
+      : Effect.fail(new NotFound({ message: "no such order" })),
   )
 
 const sameParameters = (
@@ -125,15 +124,15 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
         Effect.gen(function* () {
           const session = yield* requireSession
           const venue = venueOf(payload.venue)
-          if (!venue || !venueOf(payload.receive_venue)) return yield* apiError(NotFound, "unknown venue")
+          if (!venue || !venueOf(payload.receive_venue)) return yield* new NotFound({ message: "unknown venue" })
           if (payload.venue === payload.receive_venue) {
-            return yield* apiError(InvalidRequest, "receive_venue must differ from venue")
+            return yield* new InvalidRequest({ message: "receive_venue must differ from venue" })
           }
-          if (BigInt(payload.amount) === 0n) return yield* apiError(InvalidRequest, "amount must be positive")
+          if (BigInt(payload.amount) === 0n) return yield* new InvalidRequest({ message: "amount must be positive" })
           const existing = yield* findOrderByClientId(session.master, payload.client_order_id).pipe(Effect.orDie)
           if (Option.isSome(existing)) {
             if (!sameParameters(existing.value, payload)) {
-              return yield* apiError(StateConflict, "client_order_id was used with other parameters")
+              return yield* new StateConflict({ message: "client_order_id was used with other parameters" })
             }
             return {
               order: yield* orderView(existing.value),
@@ -143,13 +142,13 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
           yield* requireAccess(session.master)
           const identity = yield* findQuoteIdentity(payload.quote_identity_id).pipe(Effect.orDie)
           if (Option.isNone(identity) || identity.value.master !== session.master || identity.value.revoked_at) {
-            return yield* apiError(NotFound, "no live quote identity with this id")
+            return yield* new NotFound({ message: "no live quote identity with this id" })
           }
           const owner = payload.owner_address.toLowerCase()
           const client = clients.venue(venue.id)
-          if (!client) return yield* apiError(ChainUnavailable, "no node for this venue", true)
+          if (!client) return yield* new ChainUnavailable({ message: "no node for this venue", retryable: true })
           const permit = yield* readPermitContext(client, venue.token, owner).pipe(
-            Effect.catchAll((e) => apiError(ChainUnavailable, e.message, true)),
+            Effect.catchAll((e) => Effect.fail(new ChainUnavailable({ message: e.message, retryable: true }))),
           )
           const amount = BigInt(payload.amount)
           // The wallet lacks the amount: the shortfall moves first from the owner's margin on this venue to
@@ -162,7 +161,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
               : yield* Effect.gen(function* () {
                   const link = yield* findLinkedAccount(session.master, venue.id).pipe(Effect.orDie)
                   if (Option.isNone(link) || link.value.address !== owner) {
-                    return yield* apiError(NotFound, `owner_address is not your linked account on ${venue.id}`)
+                    return yield* new NotFound({ message: `owner_address is not your linked account on ${venue.id}` })
                   }
                   return yield* prepareWithdrawal({
                     master: session.master,
@@ -214,13 +213,13 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             nowMs: now,
           }).pipe(Effect.orDie)
           if (outcome === "not-linked") {
-            return yield* apiError(NotFound, `owner_address is not your linked account on ${venue.id}`)
+            return yield* new NotFound({ message: `owner_address is not your linked account on ${venue.id}` })
           }
           // A concurrent create with the same client id won the race: answer as a retry would.
           const row = yield* findOrderByClientId(session.master, payload.client_order_id).pipe(Effect.orDie)
           if (Option.isNone(row)) return yield* Effect.dieMessage("order vanished after insert")
           if (outcome === "exists" && !sameParameters(row.value, payload)) {
-            return yield* apiError(StateConflict, "client_order_id was used with other parameters")
+            return yield* new StateConflict({ message: "client_order_id was used with other parameters" })
           }
           return { order: yield* orderView(row.value), to_sign: row.value.to_sign as ReadonlyArray<SignItem> }
         }),
@@ -233,15 +232,15 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             if (order.state === "awaiting_margin" || order.state === "funding" || order.state === "funded") {
               return yield* orderView(order)
             }
-            return yield* apiError(StateConflict, `the order is ${order.state}`)
+            return yield* new StateConflict({ message: `the order is ${order.state}` })
           }
           const items = order.to_sign as ReadonlyArray<SignItem>
           const transfer = items.find((i) => i.kind === "venue_transfer")
           if (transfer === undefined && payload.venue_transfer !== undefined) {
-            return yield* apiError(InvalidRequest, "this order has no venue_transfer item to sign")
+            return yield* new InvalidRequest({ message: "this order has no venue_transfer item to sign" })
           }
           if (transfer !== undefined && payload.venue_transfer === undefined) {
-            return yield* apiError(SignatureInvalid, "the order's venue_transfer must be signed by the owner")
+            return yield* new SignatureInvalid({ message: "the order's venue_transfer must be signed by the owner" })
           }
           yield* checkSignatureShape(payload.fund_order).pipe(Effect.catchAll(shapeFailure))
           yield* checkSignatureShape(payload.permit).pipe(Effect.catchAll(shapeFailure))
@@ -261,7 +260,7 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
                 signature: signature as Hex,
               }).catch(() => false),
             )
-            if (!valid) return yield* apiError(SignatureInvalid, `the ${item.kind} is not signed by the owner`)
+            if (!valid) return yield* new SignatureInvalid({ message: `the ${item.kind} is not signed by the owner` })
           }
           if (transfer !== undefined && payload.venue_transfer !== undefined) {
             return yield* queueVenueTransfer(order, transfer, payload.venue_transfer, {
@@ -290,7 +289,8 @@ export const OrdersHandlers = HttpApiBuilder.group(Api, "orders", (handlers) =>
             })
             .pipe(
               Effect.catchTags({
-                IdempotencyConflict: () => apiError(StateConflict, "this order is already being funded"),
+                IdempotencyConflict: () =>
+                  Effect.fail(new StateConflict({ message: "this order is already being funded" })),
                 RelayerRejected: (e) => Effect.dieMessage(`fund call not relayable: ${e.reason}`),
               }),
             )
@@ -347,7 +347,7 @@ const queueVenueTransfer = (
     const signature = Either.getOrThrow(canonicalSignature(signatureInput as Hex))
     const signer = yield* recoverDigestSigner(digest.right, signature)
     if (signer !== order.owner_address) {
-      return yield* apiError(SignatureInvalid, "the venue_transfer is not signed by the owner")
+      return yield* new SignatureInvalid({ message: "the venue_transfer is not signed by the owner" })
     }
     const prep = yield* findPreparationByDigest(digest.right).pipe(Effect.orDie)
     if (Option.isNone(prep)) return yield* Effect.dieMessage("the order's venue_transfer preparation is missing")
@@ -361,17 +361,15 @@ const queueVenueTransfer = (
     }).pipe(Effect.orDie)
     switch (outcome._tag) {
       case "Expired":
-        return yield* apiError(
-          ChallengeExpired,
-          "the venue_transfer expired before it was signed; create a new order (new client_order_id)",
-        )
+        return yield* new ChallengeExpired({
+          message: "the venue_transfer expired before it was signed; create a new order (new client_order_id)",
+        })
       case "NotLinked":
-        return yield* apiError(NotFound, `owner_address is no longer your linked account on ${order.venue}`)
+        return yield* new NotFound({ message: `owner_address is no longer your linked account on ${order.venue}` })
       case "Pending":
-        return yield* apiError(
-          WithdrawalPending,
-          `withdrawal ${outcome.id} on ${order.venue} is still open; it must resolve first`,
-        )
+        return yield* new WithdrawalPending({
+          message: `withdrawal ${outcome.id} on ${order.venue} is still open; it must resolve first`,
+        })
       case "Created":
       case "Existing":
         yield* markAwaitingMargin(order.id, signatures, outcome.row.id, now).pipe(Effect.orDie)

@@ -17,6 +17,16 @@
 import { Clock, Effect, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import type { DeploymentConfig } from "../Config.ts"
+import {
+  ChainUnavailable,
+  Forbidden,
+  InsufficientBalance,
+  InvalidRequest,
+  LeaseExpired,
+  NotFound,
+  QuoteStale,
+  SignatureInvalid,
+} from "../Domain/Errors.ts"
 import { quoteSetTypedData } from "../Domain/EscrowTypedData.ts"
 import { quoteSetV2TypedData } from "../Domain/EscrowTypedDataV2.ts"
 import { hashlockTree } from "../Domain/Hashlocks.ts"
@@ -26,17 +36,6 @@ import { quoteFromWire, quoteV2FromWire } from "../Domain/WireQuote.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import { findOrder, type OrderRow } from "../Store/Orders.ts"
 import { cancelQuoteSets, publishQuoteSet, type QuoteSetRow } from "../Store/QuoteSets.ts"
-import {
-  apiError,
-  ChainUnavailable,
-  Forbidden,
-  InsufficientBalance,
-  InvalidRequest,
-  LeaseExpired,
-  NotFound,
-  QuoteStale,
-  SignatureInvalid,
-} from "./Errors.ts"
 import type { QuoteSetRequest } from "./OrdersApi.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
@@ -67,12 +66,14 @@ const quotableOrder = (id: string) =>
   Effect.gen(function* () {
     const principal = yield* CurrentPrincipal
     const order = yield* findOrder(id).pipe(Effect.orDie)
-    if (Option.isNone(order)) return yield* apiError(NotFound, "no such order")
+    if (Option.isNone(order)) return yield* new NotFound({ message: "no such order" })
     if (principal._tag === "Session") {
-      return order.value.master === principal.master ? order.value : yield* apiError(NotFound, "no such order")
+      return order.value.master === principal.master ? order.value : yield* new NotFound({ message: "no such order" })
     }
-    if (order.value.quote_identity_id !== principal.quoteIdentityId) return yield* apiError(NotFound, "no such order")
-    if (!principal.scopes.includes("quote")) return yield* apiError(Forbidden, "this credential lacks the quote scope")
+    if (order.value.quote_identity_id !== principal.quoteIdentityId)
+      return yield* new NotFound({ message: "no such order" })
+    if (!principal.scopes.includes("quote"))
+      return yield* new Forbidden({ message: "this credential lacks the quote scope" })
     return order.value
   })
 
@@ -100,30 +101,28 @@ const checkV2Fields = (payload: Payload, nowSeconds: number, maxQuoteLife: numbe
       hashlocks === undefined ||
       payload.quotes.some((q) => q.escrow === undefined)
     ) {
-      return yield* apiError(
-        InvalidRequest,
-        "this order is on the v2 escrow: issued_at, hashlock_root, hashlock_count, hashlocks and each quote's escrow are required",
-      )
+      return yield* new InvalidRequest({
+        message:
+          "this order is on the v2 escrow: issued_at, hashlock_root, hashlock_count, hashlocks and each quote's escrow are required",
+      })
     }
     if (issued_at > nowSeconds + ISSUED_AT_SKEW_SECONDS) {
-      return yield* apiError(InvalidRequest, `issued_at is more than ${ISSUED_AT_SKEW_SECONDS} s in the future`)
+      return yield* new InvalidRequest({ message: `issued_at is more than ${ISSUED_AT_SKEW_SECONDS} s in the future` })
     }
     if (issued_at >= payload.valid_until || payload.valid_until - issued_at > maxQuoteLife) {
-      return yield* apiError(
-        InvalidRequest,
-        `valid_until must be after issued_at and at most ${maxQuoteLife} s (max_quote_life_seconds) after it`,
-      )
+      return yield* new InvalidRequest({
+        message: `valid_until must be after issued_at and at most ${maxQuoteLife} s (max_quote_life_seconds) after it`,
+      })
     }
     if (hashlocks.length !== hashlock_count) {
-      return yield* apiError(
-        InvalidRequest,
-        `hashlocks has ${hashlocks.length} entries, hashlock_count says ${hashlock_count}`,
-      )
+      return yield* new InvalidRequest({
+        message: `hashlocks has ${hashlocks.length} entries, hashlock_count says ${hashlock_count}`,
+      })
     }
     const lower = hashlocks.map((h) => h.toLowerCase() as Hex)
-    if (new Set(lower).size !== lower.length) return yield* apiError(InvalidRequest, "a hashlock appears twice")
+    if (new Set(lower).size !== lower.length) return yield* new InvalidRequest({ message: "a hashlock appears twice" })
     if (hashlockTree(lower).root !== hashlock_root.toLowerCase()) {
-      return yield* apiError(InvalidRequest, "hashlock_root is not the Merkle root of hashlocks")
+      return yield* new InvalidRequest({ message: "hashlock_root is not the Merkle root of hashlocks" })
     }
     return {
       issuedAt: BigInt(issued_at),
@@ -154,10 +153,9 @@ export const quotesHandlers = <V, R>(
       // A set must outlive the lock cutoff, or no fill could ever be locked against it.
       const cutoff = deployment.settlement.lock_cutoff_seconds
       if (payload.valid_until <= nowSeconds + cutoff || payload.valid_until > nowSeconds + maxValidity) {
-        return yield* apiError(
-          InvalidRequest,
-          `valid_until must be more than ${cutoff} s and at most ${maxValidity} s ahead`,
-        )
+        return yield* new InvalidRequest({
+          message: `valid_until must be more than ${cutoff} s and at most ${maxValidity} s ahead`,
+        })
       }
       if (
         !v2 &&
@@ -167,26 +165,28 @@ export const quotesHandlers = <V, R>(
           payload.hashlocks !== undefined ||
           payload.quotes.some((q) => q.escrow !== undefined))
       ) {
-        return yield* apiError(
-          InvalidRequest,
-          "this order is on the v1 escrow: issued_at, hashlock_root, hashlock_count, hashlocks and quote escrow are for v2 orders",
-        )
+        return yield* new InvalidRequest({
+          message:
+            "this order is on the v1 escrow: issued_at, hashlock_root, hashlock_count, hashlocks and quote escrow are for v2 orders",
+        })
       }
       for (const q of payload.quotes) {
         const target = venueOf(q.venue)
         if (!target || target.chain_id !== q.chain_id || target.token.toLowerCase() !== q.token.toLowerCase()) {
-          return yield* apiError(InvalidRequest, `quote for ${q.venue}: unknown venue, chain id or token`)
+          return yield* new InvalidRequest({ message: `quote for ${q.venue}: unknown venue, chain id or token` })
         }
-        if (q.venue === order.venue) return yield* apiError(InvalidRequest, "a quote must pay on another venue")
+        if (q.venue === order.venue) return yield* new InvalidRequest({ message: "a quote must pay on another venue" })
         if (BigInt(q.supply) === 0n || BigInt(q.receive) === 0n || BigInt(q.min_fill) > BigInt(q.supply)) {
-          return yield* apiError(InvalidRequest, "supply and receive must be positive and min_fill at most supply")
+          return yield* new InvalidRequest({
+            message: "supply and receive must be positive and min_fill at most supply",
+          })
         }
         if (
           v2 &&
           q.escrow !== undefined &&
           (target.escrow_v2 === undefined || target.escrow_v2.address.toLowerCase() !== q.escrow.toLowerCase())
         ) {
-          return yield* apiError(InvalidRequest, `quote for ${q.venue}: escrow is not that venue's v2 escrow`)
+          return yield* new InvalidRequest({ message: `quote for ${q.venue}: escrow is not that venue's v2 escrow` })
         }
       }
       const checked = v2
@@ -194,7 +194,9 @@ export const quotesHandlers = <V, R>(
         : undefined
       const quoteSize = BigInt(payload.quote_size)
       if (quoteSize === 0n || quoteSize > BigInt(order.escrow_available)) {
-        return yield* apiError(InsufficientBalance, `quote_size exceeds the order's quotable ${order.escrow_available}`)
+        return yield* new InsufficientBalance({
+          message: `quote_size exceeds the order's quotable ${order.escrow_available}`,
+        })
       }
       yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
       const generation = BigInt(payload.identity_generation)
@@ -216,7 +218,7 @@ export const quotesHandlers = <V, R>(
         // The order's escrow: its venue's v2 escrow (a config that dropped it while the order exists: unavailable).
         const escrow = venue.escrow_v2
         if (escrow === undefined)
-          return yield* apiError(ChainUnavailable, "the order's v2 escrow is not configured", true)
+          return yield* new ChainUnavailable({ message: "the order's v2 escrow is not configured", retryable: true })
         const typed = quoteSetV2TypedData(venue.chain_id, getAddress(escrow.address), {
           owner: getAddress(order.owner_address),
           orderId: order.id as Hex,
@@ -231,7 +233,8 @@ export const quotesHandlers = <V, R>(
         })
         valid = yield* verifies({ ...typed, ...signed })
       }
-      if (!valid) return yield* apiError(SignatureInvalid, "the quote set is not signed by the order's quote signer")
+      if (!valid)
+        return yield* new SignatureInvalid({ message: "the quote set is not signed by the order's quote signer" })
       const outcome = yield* publishQuoteSet({
         id: yield* randomUuid,
         orderId: order.id,
@@ -250,9 +253,11 @@ export const quotesHandlers = <V, R>(
         signature: payload.signature,
         ...(checked === undefined ? {} : { v2: checked }),
       }).pipe(Effect.orDie)
-      if (outcome._tag === "Stale") return yield* apiError(QuoteStale, `sequence must exceed ${outcome.last}`)
+      if (outcome._tag === "Stale") return yield* new QuoteStale({ message: `sequence must exceed ${outcome.last}` })
       if (outcome._tag !== "Published") {
-        return yield* apiError(LeaseExpired, "the identity's lease is not live at this generation; renew and re-sign")
+        return yield* new LeaseExpired({
+          message: "the identity's lease is not live at this generation; renew and re-sign",
+        })
       }
       return yield* orderView(order)
     })

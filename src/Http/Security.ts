@@ -2,15 +2,16 @@ import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpSer
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../Config.ts"
+import { RateLimited, Unauthorized } from "../Domain/Errors.ts"
 import { type CredentialPrincipal, CurrentPrincipal, type Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
 import { takeToken } from "../Store/RateLimiter.ts"
 import { findSessionByHash } from "../Store/Sessions.ts"
-import { apiError, RateLimited, Unauthorized } from "./Errors.ts"
+import * as Wire from "./Errors.ts"
 
 /** Requests that carry a bearer: a master session or a maker credential (`mk_…`). */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Schema.Union(Unauthorized, RateLimited),
+  failure: Schema.Union(Wire.Unauthorized, Wire.RateLimited),
   provides: CurrentPrincipal,
   security: { bearer: HttpApiSecurity.bearer },
 }) {}
@@ -38,7 +39,7 @@ export class CredentialResolver extends Context.Reference<CredentialResolver>()(
 /** `Authorization: Bearer <token>` with a token of URL-safe characters; anything else is malformed. */
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/
 
-const unauthorized = (why: string) => apiError(Unauthorized, why)
+const unauthorized = (why: string) => Effect.fail(new Unauthorized({ message: why }))
 
 /** Adds Retry-After (seconds) to whatever response this request ends with. */
 export const retryAfter = (seconds: number) =>
@@ -92,7 +93,10 @@ export const bearerAuthenticator = Effect.gen(function* () {
   const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
   const { requests_per_second: rate, request_burst: burst } = deployment.limits
   const limited = (seconds: number) =>
-    Effect.zipRight(retryAfter(seconds), apiError(RateLimited, `request budget exhausted; retry in ${seconds} s`))
+    Effect.zipRight(
+      retryAfter(seconds),
+      Effect.fail(new RateLimited({ message: `request budget exhausted; retry in ${seconds} s` })),
+    )
   const charge = (principal: Principal) => {
     const key = principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
     return takeToken({ key, rate, burst }).pipe(

@@ -1,10 +1,10 @@
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
+import { InvalidRequest, NotFound, SignatureInvalid, StateConflict } from "../Domain/Errors.ts"
 import { cancelFillTypedData, payTakeTypedData } from "../Domain/EscrowTypedDataV2.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { authorizePay, storeCancels } from "../Store/TakePayV2.ts"
 import type { TakeWithSignItems } from "../Store/TakeView.ts"
-import { apiError, InvalidRequest, NotFound, SignatureInvalid, StateConflict } from "./Errors.ts"
 import { canonical, signedBy } from "./TakeSignatures.ts"
 
 /**
@@ -16,7 +16,7 @@ import { canonical, signedBy } from "./TakeSignatures.ts"
 const v2Take = (view: TakeWithSignItems) =>
   view.take.escrow_version === 2 && view.take.pay_key !== undefined
     ? Effect.succeed(view.take.pay_key)
-    : apiError(InvalidRequest, "pay_authorization and cancels belong to settlement v2 takes")
+    : Effect.fail(new InvalidRequest({ message: "pay_authorization and cancels belong to settlement v2 takes" }))
 
 /** The stored Fill of each margin_move, in to_sign order (= fill order). */
 const storedFills = (view: TakeWithSignItems) =>
@@ -52,23 +52,24 @@ export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, 
       ),
     )
     if (!(yield* signedBy({ typed_data: typed }, payKey, signature))) {
-      return yield* apiError(SignatureInvalid, "the payment authorisation is not the pay key's over this take's Fills")
+      return yield* new SignatureInvalid({
+        message: "the payment authorisation is not the pay key's over this take's Fills",
+      })
     }
     if (view.take.pay_authorized_at != null) return
     const outcome = yield* authorizePay({ takeId: view.take.id, master, signature }).pipe(Effect.orDie)
     switch (outcome._tag) {
       case "Missing":
-        return yield* apiError(NotFound, "no such take")
+        return yield* new NotFound({ message: "no such take" })
       case "LocksNotFinal":
         // Retryable: the client read the locks final on its own endpoint and this service's index can be a block
         // or a restart behind it; the same request succeeds once the index catches up (until payBy).
-        return yield* apiError(
-          StateConflict,
-          "not every lock of the take is final yet here; retry the same request shortly",
-          true,
-        )
+        return yield* new StateConflict({
+          message: "not every lock of the take is final yet here; retry the same request shortly",
+          retryable: true,
+        })
       case "PayByPassed":
-        return yield* apiError(StateConflict, "payBy has passed: the take can no longer be paid")
+        return yield* new StateConflict({ message: "payBy has passed: the take can no longer be paid" })
       default:
         return
     }
@@ -87,14 +88,16 @@ export const acceptCancels = (
     for (const c of given) {
       const id = c.fill_id.toLowerCase()
       const fill = fills.get(id)
-      if (fill === undefined) return yield* apiError(InvalidRequest, `fill ${id} is not a fill of this take`)
-      if (cancels.has(id)) return yield* apiError(InvalidRequest, `fill ${id} is given twice`)
+      if (fill === undefined) return yield* new InvalidRequest({ message: `fill ${id} is not a fill of this take` })
+      if (cancels.has(id)) return yield* new InvalidRequest({ message: `fill ${id} is given twice` })
       const signature = yield* canonical(c.signature)
       const typed = toWireTypedData(
         cancelFillTypedData(BigInt(fill.message.makerChainId), fill.message.makerEscrow, fill.digest),
       )
       if (!(yield* signedBy({ typed_data: typed }, payKey, signature))) {
-        return yield* apiError(SignatureInvalid, `the cancel of ${id} is not the pay key's CancelFill of its Fill`)
+        return yield* new SignatureInvalid({
+          message: `the cancel of ${id} is not the pay key's CancelFill of its Fill`,
+        })
       }
       cancels.set(id, signature)
     }

@@ -2,6 +2,14 @@ import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.ts"
+import {
+  ChainUnavailable,
+  InvalidRequest,
+  NotFound,
+  PayerNotLinked,
+  StateConflict,
+  WithdrawalPending,
+} from "../Domain/Errors.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import { findLinkedAccount } from "../Store/LinkedAccounts.ts"
 import { takeEscrowVersion } from "../Store/TakeCreate.ts"
@@ -19,15 +27,6 @@ import { payerBalance, takeForTransfer } from "../Store/TransferTake.ts"
 import { openWithdrawalOf } from "../Store/Withdrawals.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import {
-  apiError,
-  ChainUnavailable,
-  InvalidRequest,
-  NotFound,
-  PayerNotLinked,
-  StateConflict,
-  WithdrawalPending,
-} from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { prepareWithdrawal } from "./PrepareWithdrawal.ts"
 import { takeFailure } from "./TakesHandlers.ts"
@@ -71,7 +70,7 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
     const repeat = (row: TransferRow, p: Parameters) =>
       Effect.gen(function* () {
         if (!sameParameters(row, p)) {
-          return yield* apiError(StateConflict, "client_transfer_id was used with other parameters")
+          return yield* new StateConflict({ message: "client_transfer_id was used with other parameters" })
         }
         yield* answerRepeat
         return (yield* transferViews([row]))[0]!
@@ -99,29 +98,32 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
           yield* requireAccess(session.master)
           const from = venueOf(params.from)
           const to = venueOf(params.to)
-          if (!from) return yield* apiError(NotFound, `unknown venue ${params.from}; see GET /v1/venues`)
-          if (!to) return yield* apiError(NotFound, `unknown venue ${params.to}; see GET /v1/venues`)
-          if (from.id === to.id) return yield* apiError(InvalidRequest, "from and to must be different venues")
-          if (params.amountIn === 0n) return yield* apiError(InvalidRequest, "amount_in must be positive")
+          if (!from) return yield* new NotFound({ message: `unknown venue ${params.from}; see GET /v1/venues` })
+          if (!to) return yield* new NotFound({ message: `unknown venue ${params.to}; see GET /v1/venues` })
+          if (from.id === to.id) return yield* new InvalidRequest({ message: "from and to must be different venues" })
+          if (params.amountIn === 0n) return yield* new InvalidRequest({ message: "amount_in must be positive" })
           if (params.maxParts > deployment.limits.take_parts_max) {
-            return yield* apiError(InvalidRequest, `max_parts is at most ${deployment.limits.take_parts_max}`)
+            return yield* new InvalidRequest({ message: `max_parts is at most ${deployment.limits.take_parts_max}` })
           }
-          if (BigInt(params.recipient) === 0n) return yield* apiError(InvalidRequest, "recipient must not be zero")
+          if (BigInt(params.recipient) === 0n)
+            return yield* new InvalidRequest({ message: "recipient must not be zero" })
           const link = yield* findLinkedAccount(session.master, from.id).pipe(Effect.orDie)
           if (Option.isNone(link) || link.value.address !== params.payer) {
-            return yield* apiError(PayerNotLinked, `payer is not your linked account on ${from.id}`)
+            return yield* new PayerNotLinked({ message: `payer is not your linked account on ${from.id}` })
           }
           // Spec Recovery: nothing is created around an unknown withdrawal of the payer's account.
           const open = yield* openWithdrawalOf(from.id, params.payer).pipe(Effect.orDie)
           if (Option.isSome(open) && open.value.state === "unknown") {
-            return yield* apiError(
-              WithdrawalPending,
-              `withdrawal ${open.value.id} on ${from.id} is unknown; it must resolve before a new transfer`,
-            )
+            return yield* new WithdrawalPending({
+              message: `withdrawal ${open.value.id} on ${from.id} is unknown; it must resolve before a new transfer`,
+            })
           }
           const balance = yield* payerBalance(from.id, params.payer)
           if (Option.isNone(balance)) {
-            return yield* apiError(ChainUnavailable, `could not read the payer's balance on ${from.id}`, true)
+            return yield* new ChainUnavailable({
+              message: `could not read the payer's balance on ${from.id}`,
+              retryable: true,
+            })
           }
           const shortfall = params.amountIn > balance.value ? params.amountIn - balance.value : 0n
           // A preparation is only typed data until the client signs it: one made by a create that then loses the
@@ -174,12 +176,12 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
           const session = yield* requireSession
           const cursor = urlParams.cursor
           if (cursor !== undefined && !UUID.test(cursor)) {
-            return yield* apiError(InvalidRequest, "cursor must be the next_cursor of a previous page")
+            return yield* new InvalidRequest({ message: "cursor must be the next_cursor of a previous page" })
           }
           yield* snapshotCursor
           const page = yield* transfersPage(session.master, cursor?.toLowerCase(), TRANSFERS_PAGE).pipe(Effect.orDie)
           if (Option.isNone(page)) {
-            return yield* apiError(InvalidRequest, "cursor is not one of your transfers; follow next_cursor")
+            return yield* new InvalidRequest({ message: "cursor is not one of your transfers; follow next_cursor" })
           }
           const last = page.value.rows[page.value.rows.length - 1]
           return {
@@ -192,7 +194,7 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
         Effect.gen(function* () {
           const session = yield* requireSession
           yield* requireAccess(session.master)
-          if (BigInt(payload.pay_key) === 0n) return yield* apiError(InvalidRequest, "pay_key must not be zero")
+          if (BigInt(payload.pay_key) === 0n) return yield* new InvalidRequest({ message: "pay_key must not be zero" })
           const sql = yield* SqlClient.SqlClient
           // Key and (wallet covered at creation) take commit together: a refused take stores no key either.
           const outcome = yield* sql
@@ -208,13 +210,15 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             .pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
           switch (outcome._tag) {
             case "NotFound":
-              return yield* apiError(NotFound, "no such transfer")
+              return yield* new NotFound({ message: "no such transfer" })
             case "NotV2":
-              return yield* apiError(InvalidRequest, "this transfer's take is on settlement v1: it names no pay key")
+              return yield* new InvalidRequest({
+                message: "this transfer's take is on settlement v1: it names no pay key",
+              })
             case "Cancelled":
-              return yield* apiError(StateConflict, "the transfer is cancelled")
+              return yield* new StateConflict({ message: "the transfer is cancelled" })
             case "OtherKey":
-              return yield* apiError(StateConflict, "another pay key was already given for this transfer's take")
+              return yield* new StateConflict({ message: "another pay key was already given for this transfer's take" })
           }
           const row = yield* findTransfer(path.id).pipe(Effect.orDie)
           return (yield* transferViews([Option.getOrThrow(row)]))[0]!
@@ -226,12 +230,11 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
           const outcome = yield* cancelTransfer(session.master, path.id).pipe(Effect.orDie)
           switch (outcome._tag) {
             case "NotFound":
-              return yield* apiError(NotFound, "no such transfer")
+              return yield* new NotFound({ message: "no such transfer" })
             case "TakeCommitted":
-              return yield* apiError(
-                StateConflict,
-                `the transfer's take ${outcome.takeId} is already created; it can no longer be cancelled`,
-              )
+              return yield* new StateConflict({
+                message: `the transfer's take ${outcome.takeId} is already created; it can no longer be cancelled`,
+              })
             case "Cancelled":
               return (yield* transferViews([outcome.row]))[0]!
           }

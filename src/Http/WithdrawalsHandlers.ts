@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Either, Option, Redacted } from "effect"
 import type { Hex } from "viem"
 import { AppConfig } from "../Config.ts"
+import { ChallengeExpired, InvalidRequest, NotFound, SignatureInvalid, WithdrawalPending } from "../Domain/Errors.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
@@ -18,7 +19,6 @@ import {
 } from "../Store/Withdrawals.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
-import { apiError, ChallengeExpired, InvalidRequest, NotFound, SignatureInvalid, WithdrawalPending } from "./Errors.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { linkedAccountOn, prepareWithdrawal } from "./PrepareWithdrawal.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
@@ -81,10 +81,10 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
           yield* checkSignatureShape(payload.signature).pipe(Effect.catchAll(shapeFailure))
           const signature = Either.getOrThrow(canonicalSignature(payload.signature as Hex))
           const digest = digestOfUntrusted(payload.typed_data)
-          if (Either.isLeft(digest)) return yield* apiError(InvalidRequest, `${NOT_PREPARED} (${digest.left})`)
+          if (Either.isLeft(digest)) return yield* new InvalidRequest({ message: `${NOT_PREPARED} (${digest.left})` })
           const found = yield* findPreparationByDigest(digest.right).pipe(Effect.orDie)
           if (Option.isNone(found) || found.value.master !== session.master) {
-            return yield* apiError(InvalidRequest, NOT_PREPARED)
+            return yield* new InvalidRequest({ message: NOT_PREPARED })
           }
           const prep = found.value
           if (
@@ -92,14 +92,15 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
             BigInt(prep.amount) !== BigInt(payload.amount) ||
             prep.target !== payload.to
           ) {
-            return yield* apiError(InvalidRequest, "venue, amount and to must be those the typed data was prepared for")
+            return yield* new InvalidRequest({
+              message: "venue, amount and to must be those the typed data was prepared for",
+            })
           }
           const signer = yield* recoverDigestSigner(digest.right, signature)
           if (signer !== prep.address) {
-            return yield* apiError(
-              SignatureInvalid,
-              `the typed data must be signed by the linked address ${prep.address}`,
-            )
+            return yield* new SignatureInvalid({
+              message: `the typed data must be signed by the linked address ${prep.address}`,
+            })
           }
           const now = yield* Clock.currentTimeMillis
           const outcome = yield* createWithdrawal({
@@ -114,14 +115,13 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
             case "Existing":
               return withdrawalView(outcome.row)
             case "Expired":
-              return yield* apiError(ChallengeExpired, "the preparation expired; prepare and sign again")
+              return yield* new ChallengeExpired({ message: "the preparation expired; prepare and sign again" })
             case "NotLinked":
-              return yield* apiError(NotFound, `the account that prepared this withdrawal is no longer linked`)
+              return yield* new NotFound({ message: `the account that prepared this withdrawal is no longer linked` })
             case "Pending":
-              return yield* apiError(
-                WithdrawalPending,
-                `withdrawal ${outcome.id} on ${payload.venue} is still open; it must resolve first`,
-              )
+              return yield* new WithdrawalPending({
+                message: `withdrawal ${outcome.id} on ${payload.venue} is still open; it must resolve first`,
+              })
           }
         }),
       )
@@ -131,7 +131,7 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
           yield* snapshotCursor
           const row = yield* findWithdrawal(path.id).pipe(Effect.orDie)
           if (Option.isNone(row) || row.value.master !== session.master) {
-            return yield* apiError(NotFound, "no such withdrawal")
+            return yield* new NotFound({ message: "no such withdrawal" })
           }
           return withdrawalView(row.value)
         }),
@@ -143,7 +143,7 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
           let after: Parameters<typeof historyPage>[1]
           if (urlParams.after !== undefined) {
             const decoded = decodeHistoryCursor(cursorKey, session.master, urlParams.after)
-            if (Either.isLeft(decoded)) return yield* apiError(InvalidRequest, decoded.left)
+            if (Either.isLeft(decoded)) return yield* new InvalidRequest({ message: decoded.left })
             after = decoded.right
           }
           yield* snapshotCursor
