@@ -115,105 +115,118 @@ const main = async () => {
   const fmtOut = (x: bigint | string) => `${units(BigInt(x), toVenue.decimals)} ${toVenue.symbol}@${to}`
   step(`Devnet API ${devnet.apiUrl}; demo run ${id}: ${fmtIn(amountIn)} → ${to} on settlement v${v2 ? 2 : 1}`)
 
-  // ---------------------------------------------------------------- the maker: an escrow order on `to`
-  step(`Maker ${MAKER.address} (anvil #4) signs in`)
-  const makerToken = await signIn(a, MAKER)
-  step(`  linked on ${to}: ${await linkAccount(a, makerToken, MAKER, to)}`)
-  const signerKey = generatePrivateKey()
-  const signer = privateKeyToAccount(signerKey)
-  const prepared = await a.expect(
-    "prepare quote identity",
-    [200],
-    a.call("POST", "/v1/quote-identities/prepare", { signer: signer.address }, makerToken),
-  )
-  const identity = await a.expect(
-    "register quote identity",
-    [201],
-    a.call(
-      "POST",
-      "/v1/quote-identities",
-      { signer: signer.address, signature: await signer.signTypedData(prepared.typed_data) },
-      makerToken,
-    ),
-  )
-  step(`  quote identity ${identity.id} (signer ${signer.address}, a fresh key held by the maker client)`)
-  const credential = await a.expect(
-    "issue credential",
-    [201],
-    a.call("POST", "/v1/credentials", { quote_identity_id: identity.id, scopes: ["quote"] }, makerToken),
-  )
-  step(`  credential ${credential.id} (scope quote; its mk_ token goes to the maker client only)`)
-  const orderAmount = amountIn * 4n
-  const created = await a.expect(
-    "create order",
-    [200],
-    a.call(
-      "POST",
-      "/v1/orders",
-      {
-        client_order_id: `demo-${id}`,
-        venue: to,
-        receive_venue: from,
-        owner_address: MAKER.address,
-        amount: orderAmount.toString(),
-        quote_identity_id: identity.id,
-      },
-      makerToken,
-    ),
-  )
-  const orderId = created.order.id as Hex
-  const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]), v2 }
   const taker: Party = { name: "taker", address: TAKER.address, orders: new Map() }
-  const before = await snapshot(devnet.venues, [maker, taker])
-  step(
-    `  order ${orderId}: ${fmtOut(orderAmount)}; signing ${created.to_sign.map((i: { kind: string }) => i.kind).join(", ")}`,
-  )
-  const signatures: Record<string, Hex> = {}
-  for (const item of created.to_sign as Array<{ kind: string; typed_data: never }>) {
-    signatures[item.kind] = await MAKER.signTypedData(item.typed_data)
-  }
-  await a.expect("sign order", [200], a.call("POST", `/v1/orders/${orderId}/signatures`, signatures, makerToken))
-  await until(
-    "  funding the order (escrow fund, waiting for finality)",
-    timeout,
-    () => a.expect("read order", [200], a.call("GET", `/v1/orders/${orderId}`, undefined, makerToken)),
-    (o) => o.state === "funded" || o.state === "failed",
-    (o) => `state ${o.state}, escrow ${fmtOut(o.escrow_available ?? "0")}`,
-  ).then((o) => {
-    if (o.state !== "funded") throw new DemoStepFailed(`the order ended ${o.state}: ${o.error}`)
-  })
-  step("  order funded")
+  const parties: Array<Party> = [taker]
+  let before = new Map() as Awaited<ReturnType<typeof snapshot>>
+  // DEMO_MAKER=external: no maker of the demo's own; the taker takes the quotes already published (e.g. by
+  // `npm run maker -- run` after `setup`, as README "Run a maker" says).
+  const external = process.env.DEMO_MAKER === "external"
+  const startMaker = async () => {
+    // ---------------------------------------------------------------- the maker: an escrow order on `to`
+    step(`Maker ${MAKER.address} (anvil #4) signs in`)
+    const makerToken = await signIn(a, MAKER)
+    step(`  linked on ${to}: ${await linkAccount(a, makerToken, MAKER, to)}`)
+    const signerKey = generatePrivateKey()
+    const signer = privateKeyToAccount(signerKey)
+    const prepared = await a.expect(
+      "prepare quote identity",
+      [200],
+      a.call("POST", "/v1/quote-identities/prepare", { signer: signer.address }, makerToken),
+    )
+    const identity = await a.expect(
+      "register quote identity",
+      [201],
+      a.call(
+        "POST",
+        "/v1/quote-identities",
+        { signer: signer.address, signature: await signer.signTypedData(prepared.typed_data) },
+        makerToken,
+      ),
+    )
+    step(`  quote identity ${identity.id} (signer ${signer.address}, a fresh key held by the maker client)`)
+    const credential = await a.expect(
+      "issue credential",
+      [201],
+      a.call("POST", "/v1/credentials", { quote_identity_id: identity.id, scopes: ["quote"] }, makerToken),
+    )
+    step(`  credential ${credential.id} (scope quote; its mk_ token goes to the maker client only)`)
+    const orderAmount = amountIn * 4n
+    const created = await a.expect(
+      "create order",
+      [200],
+      a.call(
+        "POST",
+        "/v1/orders",
+        {
+          client_order_id: `demo-${id}`,
+          venue: to,
+          receive_venue: from,
+          owner_address: MAKER.address,
+          amount: orderAmount.toString(),
+          quote_identity_id: identity.id,
+        },
+        makerToken,
+      ),
+    )
+    const orderId = created.order.id as Hex
+    const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]), v2 }
+    parties.unshift(maker)
+    before = await snapshot(devnet.venues, parties)
+    step(
+      `  order ${orderId}: ${fmtOut(orderAmount)}; signing ${created.to_sign.map((i: { kind: string }) => i.kind).join(", ")}`,
+    )
+    const signatures: Record<string, Hex> = {}
+    for (const item of created.to_sign as Array<{ kind: string; typed_data: never }>) {
+      signatures[item.kind] = await MAKER.signTypedData(item.typed_data)
+    }
+    await a.expect("sign order", [200], a.call("POST", `/v1/orders/${orderId}/signatures`, signatures, makerToken))
+    await until(
+      "  funding the order (escrow fund, waiting for finality)",
+      timeout,
+      () => a.expect("read order", [200], a.call("GET", `/v1/orders/${orderId}`, undefined, makerToken)),
+      (o) => o.state === "funded" || o.state === "failed",
+      (o) => `state ${o.state}, escrow ${fmtOut(o.escrow_available ?? "0")}`,
+    ).then((o) => {
+      if (o.state !== "funded") throw new DemoStepFailed(`the order ended ${o.state}: ${o.error}`)
+    })
+    step("  order funded")
 
-  // ---------------------------------------------------------------- the maker client quotes it
-  // amount_out ≤ amount_in × supply / receive: 1 000 000 base units of `from` buy 999 000 of `to` (a 0.1 %
-  // spread); fills of at least 0.1 unit out (min_fill ≤ supply); half the order per quote set.
-  const quote = `${from}:${MAKER.address}:999000:1000000:100000`
-  step(`Maker client: npm run maker -- --order ${orderId.slice(0, 10)}… --venue ${to} --quote ${quote}`)
-  // v2: the escrows and endpoints this maker reviewed (the devnet's own config, never the API); reveals are sent
-  // by the quotes' recipient (the maker's account, which holds gas on both chains).
-  const v2Args = v2
-    ? [
-        ...["--owner", MAKER.address],
-        ...[fromVenue, toVenue].flatMap((v) => ["--escrow-v2", `${v.id}=${v.escrow_v2!.address}`]),
-        ...[fromVenue, toVenue].flatMap((v) => ["--rpc", `${v.id}=${v.rpc_urls[0]}`]),
-        ...[fromVenue, toVenue].flatMap((v) => ["--from-block", `${v.id}=${v.escrow_v2!.deployment_block}`]),
-      ]
-    : []
-  const bot = startMakerClient(
-    [
-      ...["--api", devnet.apiUrl, "--identity", identity.id, "--order", orderId, "--venue", to],
-      ...["--quote", quote, "--quote-size", (orderAmount / 2n).toString(), "--validity", "180"],
-      ...v2Args,
-    ],
-    {
-      MAKER_CREDENTIAL: credential.token,
-      MAKER_SIGNER_KEY: signerKey,
-      ...(v2 ? { MAKER_PAYEE_KEY: ANVIL_PRIVATE_KEYS[4] as string } : {}),
-    },
-  )
+    // ---------------------------------------------------------------- the maker client quotes it
+    // amount_out ≤ amount_in × supply / receive: 1 000 000 base units of `from` buy 999 000 of `to` (a 0.1 %
+    // spread); fills of at least 0.1 unit out (min_fill ≤ supply); half the order per quote set.
+    const quote = `${from}:${MAKER.address}:999000:1000000:100000`
+    step(`Maker client: npm run maker -- run --order ${orderId.slice(0, 10)}… --venue ${to} --quote ${quote}`)
+    // v2: the escrows and endpoints this maker reviewed (the devnet's own config, never the API); reveals are sent
+    // by the quotes' recipient (the maker's account, which holds gas on both chains).
+    const v2Args = v2
+      ? [
+          ...["--owner", MAKER.address],
+          ...[fromVenue, toVenue].flatMap((v) => ["--escrow-v2", `${v.id}=${v.escrow_v2!.address}`]),
+          ...[fromVenue, toVenue].flatMap((v) => ["--rpc", `${v.id}=${v.rpc_urls[0]}`]),
+          ...[fromVenue, toVenue].flatMap((v) => ["--from-block", `${v.id}=${v.escrow_v2!.deployment_block}`]),
+        ]
+      : []
+    return startMakerClient(
+      [
+        ...["run", "--api", devnet.apiUrl, "--identity", identity.id, "--order", orderId, "--venue", to],
+        ...["--quote", quote, "--quote-size", (orderAmount / 2n).toString(), "--validity", "180"],
+        ...v2Args,
+      ],
+      {
+        MAKER_CREDENTIAL: credential.token,
+        MAKER_SIGNER_KEY: signerKey,
+        ...(v2 ? { MAKER_PAYEE_KEY: ANVIL_PRIVATE_KEYS[4] as string } : {}),
+      },
+    )
+  }
+  const bot = external ? undefined : await startMaker()
+  if (external) {
+    step("Maker: external (DEMO_MAKER=external): the taker takes the quotes already published")
+    before = await snapshot(devnet.venues, parties)
+  }
   try {
     await Promise.race([
-      bot.ready,
+      bot?.ready,
       sleep(60_000).then(() => {
         throw new DemoStepFailed("the maker client published no quote set within 60 s")
       }),
@@ -352,7 +365,7 @@ const main = async () => {
     const mine = (final.items as Array<{ id: string; take_final: boolean | null }>).find((t) => t.id === transfer.id)
     step(`  transfer ${transfer.id}: take_final ${mine?.take_final}`)
   } finally {
-    await stopChild(bot.child)
+    if (bot !== undefined) await stopChild(bot.child)
   }
 
   // The simulator credits margin once it sees the router's deposit: give it a few seconds.
@@ -365,9 +378,9 @@ const main = async () => {
     (d) => d > 0n,
     (d) => `+${fmtOut(d)}`,
   )
-  const after = await snapshot(devnet.venues, [maker, taker])
+  const after = await snapshot(devnet.venues, parties)
   step("Balances before → after (wallet, escrow orders, venue margin):")
-  for (const line of renderBalances(devnet.venues, [maker, taker], before, after)) step(line)
+  for (const line of renderBalances(devnet.venues, parties, before, after)) step(line)
   step("Done.")
 }
 

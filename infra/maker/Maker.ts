@@ -1,373 +1,308 @@
 /**
- * A maker bot: holds an mk_ credential, renews its quote identity's lease every few seconds (the
- * dead-man switch: if this process stops, the lease lapses and its quotes stop being admitted),
- * and keeps a signed quote set published for one order. The service being unreachable (a network fault, a 5xx,
- * 408 or 429) is retried with capped, jittered backoff (infra/maker/ServiceFaults.ts), one log line per change; a
- * lapsed lease is simply renewed again when the service answers (a new generation: the set is republished). Only a
- * permanent refusal of the lease (any other 4xx) stops quoting: its code and message are printed, and the process
- * exits non-zero once the reveal loop has nothing left it could reveal.
+ * `npm run maker -- <command>`: the maker CLI (@effect/cli; `--help` on every command).
  *
- * For an order on the v2 escrow (`--escrow-v2` names its venue; DESIGN §10) each set also carries the maker's
- * hashlocks: derived from secretKeyOf(signer key) over (maker chain, maker v2 escrow, owner, order id, sequence), so
- * only their hashes and root leave this process, never a secret. Beside the lease loop, the reveal loop
- * (src/Client/MakerRevealLoop.ts) watches its own endpoints (`--rpc`) and reveals by its own claimPayment from
- * MAKER_PAYEE_KEY; it keeps no state, so a restarted bot reveals what is still open. It never waits on the service:
- * it runs through an outage and after a refusal, until every payment it could still reveal is past its cutoff
- * (no lock under a set outlives valid_until + MAX_LOCK) or SIGINT/SIGTERM (a payment left unrevealed refunds to the
- * taker and counts as a fade).
+ *   setup   from one funded owner key: sign in, link the venue, register a quote identity, issue a `quote`
+ *           credential, fund an order; writes the state file the other commands read (infra/maker/Setup.ts)
+ *   run     the bot: lease, quote publication, v2 reveals, heartbeat lines (infra/maker/Run.ts)
+ *   status  the identity's lease and, with MAKER_OWNER_KEY, the order
+ *   close   stop quoting and close the order (funds back to the owner); `--revoke` revokes the credential too
+ *
+ * Exit codes: 0 done; 64 bad usage (nothing sent); 2 a permanent refusal (its code and message printed) or a
+ * failure. Flags given without a command mean `run` (the bot's flags before the CLI had commands).
  */
-import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
-import { settlementEscrowV2Abi } from "../../src/Chain/artifacts/SettlementEscrowV2.ts"
-import { makeRevealLoop } from "../../src/Client/MakerRevealLoop.ts"
-import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
-import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
-import { type MakerOptions, type MakerV2Options, parseMakerOptions, UsageError } from "./MakerOptions.ts"
-import { backoffMs, classify, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { resolveMakerOptions, UsageError } from "./MakerOptions.ts"
+import { DEFAULT_STATE_FILE, readState, StateFileError } from "./MakerState.ts"
+import { stopper } from "./ServiceFaults.ts"
 
-interface Venue {
-  readonly id: string
-  readonly chain_id: number
-  readonly token: string
-  readonly escrow: string
+// What each command runs is imported when it runs (viem and the chain clients load only then): a usage error or
+// `--help` answers fast.
+const http = () => import("./MakerHttp.ts")
+
+/** Placeholders in the usage lines, by option name (else `text`). */
+const PSEUDO: Record<string, string> = {
+  state: "FILE",
+  api: "URL",
+  venue: "VENUE",
+  "receive-venue": "VENUE",
+  "venues-from": "FILE",
+  "escrow-v2": "VENUE=0x…",
+  rpc: "VENUE=URL",
+  "from-block": "VENUE=N",
+  quote: "VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL",
+  order: "0x…",
+  owner: "0x…",
+  identity: "UUID",
+  "client-order-id": "ID",
+}
+const text = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withPseudoName(PSEUDO[name] ?? "N"), Options.withDescription(description))
+const optionalText = (name: string, description: string) => text(name, description).pipe(Options.optional)
+const textWithDefault = (name: string, fallback: string, description: string) =>
+  text(name, description).pipe(Options.withDefault(fallback))
+const repeatedText = (name: string, description: string) => text(name, description).pipe(Options.repeated)
+const orUndefined = <A>(o: Option.Option<A>) => Option.getOrUndefined(o)
+
+const state = textWithDefault("state", DEFAULT_STATE_FILE, "the state file setup writes (mode 0600) and run reads")
+const api = optionalText("api", "the service's base URL (default: the state file's)")
+
+/** A promise-returning command body as an Effect whose failure is the error itself (sorted in main). */
+const attempt = <A>(f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: (e) => e })
+
+const lines = (line: string) => console.log(line)
+
+const loadState = (path: string, explicit: boolean) => {
+  const s = readState(path)
+  if (s === undefined && explicit) throw new UsageError(`no state file ${path} (run \`npm run maker -- setup\` first)`)
+  return s ?? {}
 }
 
-class MakerStop extends Error {}
-
-/**
- * One request to the service. Resolves with the 2xx body; throws ServiceUnavailable for a network fault (the error's
- * name only: a message may quote the URL) or a 5xx/408/429, ServiceRefused for any other 4xx.
- */
-const call = async (o: MakerOptions, method: string, path: string, body?: unknown, auth = true) => {
-  let res: Response
-  try {
-    res = await fetch(`${o.api}${path}`, {
-      method,
-      headers: {
-        ...(auth ? { authorization: `Bearer ${o.credential}` } : {}),
-        ...(body ? { "content-type": "application/json" } : {}),
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(5000),
-    })
-  } catch (e) {
-    throw new ServiceUnavailable(errorName(e))
-  }
-  const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
-  classify(res.status, json, res.headers.get("retry-after"))
-  return json
-}
-
-/** First backoff ceiling (ms); the cap is the renewal interval, so a returning service is seen within one renewal. */
-const BACKOFF_BASE_MS = 250
-
-/** How many of its own published v2 sets the bot remembers (the reveal loop's fallback to a lock's calldata). */
-const KNOWN_SETS = 64
-
-/** An error's name only: messages of chain clients may quote call arguments or an endpoint's URL (with a key). */
-const errorName = (e: unknown) => (e instanceof Error ? e.name : "error")
-
-/** The v2 reveal loop on the maker's own endpoints, its claimPayment sent from the payee key. */
-const revealLoop = (
-  o: MakerOptions,
-  v2: MakerV2Options,
-  venues: ReadonlyArray<Venue>,
-  known: () => ReadonlyArray<QuoteSetV2>,
-  log: (line: string) => void,
-) => {
-  const venue = (id: string) => {
-    const v = venues.find((x) => x.id === id)
-    if (!v) throw new MakerStop(`unknown venue ${id}`)
-    const url = v2.rpc[id]!
-    const chain = defineChain({
-      id: v.chain_id,
-      name: v.id,
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [url] } },
-    })
-    return { v, chain, reader: createPublicClient({ chain, transport: http(url) }) }
-  }
-  const maker = venue(o.venue)
-  const payee = privateKeyToAccount(v2.payeeKey)
-  const fromBlocks: Record<number, bigint> = {}
-  const takerChains: Record<number, { escrow: `0x${string}`; payee: `0x${string}` }> = {}
-  const takers: Parameters<typeof makeRevealLoop>[1]["takers"] = {}
-  for (const q of o.quotes) {
-    const t = venue(q.venue)
-    const escrow = getAddress(v2.escrows[q.venue]!)
-    takerChains[t.v.chain_id] = { escrow, payee: getAddress(q.recipient) }
-    if (v2.fromBlocks[q.venue] !== undefined) fromBlocks[t.v.chain_id] = v2.fromBlocks[q.venue]!
-    const wallet = createWalletClient({ account: payee, chain: t.chain, transport: http(v2.rpc[q.venue]!) })
-    Object.assign(takers, {
-      [t.v.chain_id]: {
-        reader: t.reader,
-        claimPayment: async (digest: Hex, secret: Hex) => {
-          const hash = await wallet.writeContract({
-            address: escrow,
-            abi: settlementEscrowV2Abi,
-            functionName: "claimPayment",
-            args: [digest, secret],
-          })
-          const receipt = await t.reader.waitForTransactionReceipt({ hash })
-          if (receipt.status !== "success") throw new Error(`claimPayment ${hash} reverted`)
-          return hash
+const setup = Command.make(
+  "setup",
+  {
+    state,
+    api: textWithDefault("api", "http://127.0.0.1:8080", "the service's base URL"),
+    venue: text("venue", "the venue whose escrow holds the order (the maker supplies its token there)"),
+    "receive-venue": optionalText(
+      "receive-venue",
+      "the venue takers pay on (default: the only other venue); the default quote pays there",
+    ),
+    amount: text("amount", "the order's amount in base units of the venue's token (e.g. 100000000 = 100 USDC)"),
+    "client-order-id": optionalText("client-order-id", "your id for the order (default: generated, kept in the state)"),
+    "venues-from": optionalText(
+      "venues-from",
+      "a deployment config whose venues list the v2 escrows and RPC endpoints you reviewed (devnet: .data/devnet-config.json)",
+    ),
+    "escrow-v2": repeatedText("escrow-v2", "VENUE=0x…: a v2 escrow you reviewed (overrides --venues-from)"),
+    rpc: repeatedText("rpc", "VENUE=URL: your own JSON-RPC endpoint for the venue's chain (reveals)"),
+    "from-block": repeatedText("from-block", "VENUE=N: first block the reveal loop scans (the v2 escrow's deployment)"),
+    supply: textWithDefault("supply", "999000", "default quote: SUPPLY units of the order's token …"),
+    receive: textWithDefault("receive", "1000000", "… for RECEIVE units paid on the receive venue"),
+    "min-fill": textWithDefault("min-fill", "100000", "default quote: the smallest fill, in SUPPLY units (≤ supply)"),
+    "quote-size": optionalText("quote-size", "the most one quote set offers (default: half the amount)"),
+    timeout: textWithDefault("timeout", "300", "seconds to wait for the order to be funded"),
+  },
+  (flags) =>
+    attempt(async () =>
+      (await import("./Setup.ts")).runSetup(
+        {
+          ...flags,
+          "receive-venue": orUndefined(flags["receive-venue"]),
+          "client-order-id": orUndefined(flags["client-order-id"]),
+          "venues-from": orUndefined(flags["venues-from"]),
+          "quote-size": orUndefined(flags["quote-size"]),
         },
-      },
-    })
+        process.env,
+        lines,
+      ),
+    ),
+).pipe(
+  Command.withDescription(
+    "Sign in with the owner key (MAKER_OWNER_KEY, funded), link the venue, register a quote identity for the signer " +
+      "key (MAKER_SIGNER_KEY, or a fresh one), issue a quote credential, create and fund an order; writes --state.",
+  ),
+)
+
+const run = Command.make(
+  "run",
+  {
+    state,
+    api,
+    identity: optionalText("identity", "the quote identity id (default: the state file's)"),
+    order: optionalText("order", "the order id, 0x… (default: the state file's)"),
+    venue: optionalText("venue", "the order's venue (default: the state file's)"),
+    quote: repeatedText(
+      "quote",
+      "VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL: a taker paying RECEIVE units to RECIPIENT on VENUE gets SUPPLY " +
+        "units of the order (amount_out ≤ amount_in × SUPPLY / RECEIVE), fills of at least MIN_FILL out (default: the state file's)",
+    ),
+    "quote-size": optionalText("quote-size", "the most one quote set offers, ≤ the order's quotable (default: state)"),
+    ttl: textWithDefault("ttl", "30", "lease time-to-live asked at each renewal, 5–120 s"),
+    renew: textWithDefault("renew", "5", "seconds between renewals, at most half of --ttl"),
+    validity: optionalText(
+      "validity",
+      "seconds each quote set stays valid (default: 120 when the deployment's /v1/info admits it, else its maximum)",
+    ),
+    run: textWithDefault("run", "0", "stop after this many seconds (0: until SIGINT/SIGTERM)"),
+    heartbeat: textWithDefault("heartbeat", "30", "seconds between heartbeat lines (0: none)"),
+    owner: optionalText("owner", "v2: the order's owner address (default: the state file's)"),
+    "escrow-v2": repeatedText(
+      "escrow-v2",
+      "v2: VENUE=0x…, your reviewed v2 escrow of the order's and each quoted venue",
+    ),
+    rpc: repeatedText("rpc", "v2: VENUE=URL, your own endpoint for each of those venues (reveals)"),
+    "from-block": repeatedText("from-block", "v2: VENUE=N, first block the reveal loop scans"),
+    hashlocks: textWithDefault("hashlocks", "64", "v2: hashlocks per quote set (one per fill)"),
+    "reveal-cutoff": textWithDefault("reveal-cutoff", "600", "v2: reveal only with this many seconds left"),
+    "reveal-only": Options.boolean("reveal-only").pipe(
+      Options.withDescription("v2: run the reveal loop alone (no credential, lease or publication)"),
+    ),
+  },
+  (flags) =>
+    attempt(async () => {
+      const explicit = process.argv.some((a) => a === "--state" || a.startsWith("--state="))
+      const options = resolveMakerOptions(
+        {
+          ...flags,
+          api: orUndefined(flags.api),
+          identity: orUndefined(flags.identity),
+          order: orUndefined(flags.order),
+          venue: orUndefined(flags.venue),
+          "quote-size": orUndefined(flags["quote-size"]),
+          validity: orUndefined(flags.validity),
+          owner: orUndefined(flags.owner),
+        },
+        process.env,
+        loadState(flags.state, explicit),
+      )
+      // SIGINT/SIGTERM end the loops at their next sleep (a pass in flight finishes), then the process exits 0.
+      const stop = stopper()
+      for (const signal of ["SIGINT", "SIGTERM"] as const) {
+        process.once(signal, () => {
+          console.log(`maker: ${signal}: stopping`)
+          stop.stop()
+        })
+      }
+      await (await import("./Run.ts")).runMaker(options, lines, stop)
+    }),
+).pipe(
+  Command.withDescription(
+    "Keep the identity's lease, publish signed quote sets for the order and (v2) reveal each payment to you. " +
+      "Secrets: MAKER_CREDENTIAL and MAKER_SIGNER_KEY (default: the state file's), MAKER_PAYEE_KEY (v2: sends the " +
+      "reveals and pays their gas; default the signer key).",
+  ),
+)
+
+/** The state's api (or --api), the owner's session when MAKER_OWNER_KEY is set. */
+const context = async (stateFile: string, apiFlag: string | undefined, needOwner: boolean) => {
+  const { retrying } = await http()
+  const { signIn } = await import("./Setup.ts")
+  const { privateKeyToAccount } = await import("viem/accounts")
+  const s = loadState(stateFile, true)
+  const base = (apiFlag ?? s.api ?? "").replace(/\/$/, "")
+  if (base === "") throw new UsageError("missing --api")
+  const ownerKey = process.env.MAKER_OWNER_KEY
+  if (needOwner && (ownerKey === undefined || !/^0x[0-9a-fA-F]{64}$/.test(ownerKey))) {
+    throw new UsageError("MAKER_OWNER_KEY must hold the owner's key")
   }
-  return makeRevealLoop(
-    {
-      makerChainId: maker.v.chain_id,
-      makerEscrow: getAddress(v2.escrows[o.venue]!),
-      takerChains,
-      revealCutoffSeconds: BigInt(v2.revealCutoffSeconds),
-      orders: [{ owner: getAddress(v2.owner), orderId: o.order }],
-      fromBlocks: {
-        ...fromBlocks,
-        ...(v2.fromBlocks[o.venue] === undefined ? {} : { [maker.v.chain_id]: v2.fromBlocks[o.venue]! }),
-      },
-    },
-    {
-      maker: maker.reader,
-      takers,
-      key: secretKeyOf(o.signerKey),
-      nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
-      log: (line) => log(`reveal loop: ${line}`),
-      knownSets: known,
-    },
-  )
+  const token =
+    ownerKey === undefined || ownerKey === ""
+      ? undefined
+      : await retrying(() => signIn(base, privateKeyToAccount(ownerKey as `0x${string}`)), lines)
+  return { s, base, token }
 }
 
-export const runMaker = async (
-  o: MakerOptions,
-  log: (line: string) => void = console.log,
-  stop: ReturnType<typeof stopper> = stopper(),
-) => {
-  const signer = privateKeyToAccount(o.signerKey)
-  const service = reachability(log)
-  const started = Date.now()
-  const running = () => !stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)
-  /** A public read, retried through an outage (it is needed before anything else can start). */
-  const read = async <A>(path: string): Promise<A | undefined> => {
-    for (let attempt = 0; running(); attempt++) {
-      try {
-        const json = await call(o, "GET", path, undefined, false)
-        service.ok()
-        return json as A
-      } catch (e) {
-        if (!(e instanceof ServiceUnavailable)) throw e
-        service.fault(e.reason)
-        await stop.sleep(backoffMs(attempt, BACKOFF_BASE_MS, o.renewSeconds * 1000, e.retryAfterMs))
-      }
-    }
-    return undefined
-  }
-  const venues = (await read<{ data: Array<Venue> }>("/v1/venues"))?.data
-  if (venues === undefined) return
-  if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log, stop)
-  const info = await read<{
-    limits: { quote_validity_seconds_max: number }
-    settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number; max_lock_seconds?: number }
-  }>("/v1/info")
-  if (info === undefined) return
-  if (
-    o.validitySeconds <= info.settlement.lock_cutoff_seconds ||
-    o.validitySeconds > info.limits.quote_validity_seconds_max
-  ) {
-    throw new UsageError(
-      `--validity must be more than ${info.settlement.lock_cutoff_seconds} s (the lock cutoff) and at most ` +
-        `${info.limits.quote_validity_seconds_max} s (this deployment's limits)`,
-    )
-  }
-  // A v2 set lives at most MAX_QUOTE_LIFE (valid_until − issued_at); checked when the deployment shows it.
-  const maxLife = info.settlement.max_quote_life_seconds
-  if (o.v2 !== undefined && maxLife !== undefined && o.validitySeconds > maxLife) {
-    throw new UsageError(`--validity must be at most ${maxLife} s (max_quote_life_seconds) for a v2 order`)
-  }
-  const known: Array<QuoteSetV2> = []
-  const reveals = o.v2 === undefined ? undefined : revealLoop(o, o.v2, venues, () => known, log)
-  let generation = ""
-  let published = { generation: "", validUntil: 0, sequence: 0 }
-  // Set once the lease is refused for good (a revoked or unknown credential or identity): printed at exit.
-  let refused: ServiceRefused | undefined
-  const renew = async () => {
-    const json = await call(o, "PUT", `/v1/quote-identities/${o.identity}/lease`, { ttl_seconds: o.ttlSeconds })
-    generation = String(json.generation)
-  }
-  const publish = async () => {
-    const makerVenue = venues.find((v) => v.id === o.venue)
-    if (!makerVenue) throw new MakerStop(`unknown venue ${o.venue}`)
-    // Unix milliseconds: strictly increasing across restarts without asking the service.
-    const sequence = Math.max(published.sequence + 1, Date.now())
-    const validUntil = Math.floor(Date.now() / 1000) + o.validitySeconds
-    const quotes = o.quotes.map((q) => {
-      const v = venues.find((x) => x.id === q.venue)
-      if (!v) throw new MakerStop(`unknown venue ${q.venue}`)
-      return {
-        venue: v.id,
-        chain_id: v.chain_id,
-        token: v.token,
-        recipient: q.recipient,
-        supply: q.supply,
-        receive: q.receive,
-        min_fill: q.minFill,
-      }
-    })
-    const common = {
-      sequence,
-      valid_until: validUntil,
-      quote_size: o.quoteSize,
-      identity_generation: generation,
-    }
-    let body: Record<string, unknown>
-    let v2Set: QuoteSetV2 | undefined
-    if (o.v2 === undefined) {
-      const signature = await signer.signTypedData(
-        quoteSetTypedData(makerVenue.chain_id, getAddress(makerVenue.escrow), {
-          orderId: o.order,
-          sequence: BigInt(sequence),
-          generation: BigInt(generation),
-          quoteSize: BigInt(o.quoteSize),
-          validUntil: BigInt(validUntil),
-          quotes: quotes.map(quoteFromWire),
-        }),
+const status = Command.make("status", { state, api }, (flags) =>
+  attempt(async () => {
+    const { s, base, token } = await context(flags.state, orUndefined(flags.api), false)
+    const { call, retrying } = await http()
+    const credential = process.env.MAKER_CREDENTIAL || s.credential
+    const bearer = token ?? credential
+    if (s.identity_id !== undefined && bearer !== undefined) {
+      const id = await retrying(() => call(base, bearer, "GET", `/v1/quote-identities/${s.identity_id}`), lines)
+      const live = Date.parse(id.lease_expires_at) > Date.now()
+      lines(
+        `identity ${id.id}: signer ${id.signer}, generation ${id.generation}, lease ${live ? "live until" : "expired at"} ` +
+          `${id.lease_expires_at}${id.revoked ? ", REVOKED" : ""}` +
+          (id.fade ? `, fades ${id.fade.fades}/${id.fade.chances}${id.fade.flagged_at ? " (flagged)" : ""}` : ""),
       )
-      body = { ...common, quotes, signature }
-    } else {
-      // The escrows are the maker's reviewed ones (flags), not the service's word.
-      const makerEscrow = getAddress(o.v2.escrows[o.venue]!)
-      const v2Quotes = quotes.map((q) => ({ ...q, escrow: getAddress(o.v2!.escrows[q.venue]!) }))
-      const owner = getAddress(o.v2.owner)
-      const hashlocks = deriveHashlockSet(
-        secretKeyOf(o.signerKey),
-        { chainId: BigInt(makerVenue.chain_id), makerEscrow, owner, orderId: o.order, sequence: BigInt(sequence) },
-        o.v2.hashlockCount,
-      )
-      const issuedAt = Math.floor(Date.now() / 1000)
-      v2Set = {
-        owner,
-        orderId: o.order,
-        sequence: BigInt(sequence),
-        generation: BigInt(generation),
-        quoteSize: BigInt(o.quoteSize),
-        issuedAt: BigInt(issuedAt),
-        validUntil: BigInt(validUntil),
-        hashlockRoot: hashlocks.root,
-        hashlockCount: hashlocks.count,
-        quotes: v2Quotes.map(quoteV2FromWire),
-      }
-      const signature = await signer.signTypedData(quoteSetV2TypedData(makerVenue.chain_id, makerEscrow, v2Set))
-      // Only the hashlocks (hashes) and their root leave the process; the secrets stay derivable from the key.
-      body = {
-        ...common,
-        quotes: v2Quotes,
-        issued_at: issuedAt,
-        hashlock_root: hashlocks.root,
-        hashlock_count: hashlocks.count,
-        hashlocks: hashlocks.hashlocks,
-        signature,
-      }
     }
-    // The set may reach the service even when its answer is lost: the reveal loop keeps it either way.
-    if (v2Set !== undefined) known.splice(0, Math.max(0, known.push(v2Set) - KNOWN_SETS))
-    try {
-      await call(o, "PUT", `/v1/orders/${o.order}/quotes`, body)
-    } catch (e) {
-      // A refused set (e.g. a generation the lease has moved past) is made again at the next renewal.
-      if (!(e instanceof ServiceRefused)) throw e
-      log(`quote set ${sequence} refused: ${e.code} ${e.detail}`)
-      return
-    }
-    published = { generation, validUntil, sequence }
-    log(
-      `published quote set ${sequence} (generation ${generation}, valid until ${new Date(validUntil * 1000).toISOString()})`,
+    if (s.order_id === undefined) return lines("order: none yet (run setup)")
+    if (token === undefined) return lines(`order ${s.order_id}: set MAKER_OWNER_KEY to read it (a credential cannot)`)
+    const o = await retrying(() => call(base, token, "GET", `/v1/orders/${s.order_id}`), lines)
+    lines(
+      `order ${o.id} on ${o.venue}: ${o.state}; amount ${o.amount}, escrow available ${o.escrow_available ?? "-"}, ` +
+        `quotable ${o.quotable ?? "-"}, filled ${o.filled ?? "0"}, received ${o.received ?? "0"}`,
     )
-  }
-  // The reveal loop runs beside the lease loop (a slow chain never delays a renewal) and never waits on the service.
-  // After a refusal it runs on until no payment can still be revealed: a lock is made under a set before its
-  // valid_until and holds at most MAX_LOCK, so past the last set's valid_until + MAX_LOCK, with nothing under watch,
-  // every payment this maker could reveal is past its cutoff.
-  const maxLockMs = (info.settlement.max_lock_seconds ?? o.validitySeconds) * 1000
-  const revealHorizon = () => Math.max(published.validUntil * 1000, started + o.validitySeconds * 1000) + maxLockMs
-  const revealing = (async () => {
-    while (reveals !== undefined && running()) {
-      await reveals.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-      if (refused !== undefined && reveals.watching().length === 0 && Date.now() > revealHorizon()) return
-      await stop.sleep(o.renewSeconds * 1000)
-    }
-  })()
-  await leaseLoop()
-  await revealing
-  if (refused !== undefined) throw new MakerStop(`lease refused (${refused.message})`)
-  async function leaseLoop() {
-    let attempt = 0
-    while (running()) {
-      try {
-        await renew()
-        service.ok()
-        attempt = 0
-        // A lease that lapsed during an outage comes back with a new generation: the set is made again under it.
-        const stale =
-          published.generation !== generation ||
-          published.validUntil * 1000 - Date.now() < (o.validitySeconds * 1000) / 2
-        if (stale) await publish()
-        await stop.sleep(o.renewSeconds * 1000)
-      } catch (e) {
-        if (e instanceof ServiceRefused) {
-          refused = e
-          if (reveals !== undefined) {
-            log(`quoting stopped: lease refused (${e.message}); revealing until open payments are past their cutoff`)
-          }
-          return
-        }
-        if (!(e instanceof ServiceUnavailable)) throw e
-        service.fault(e.reason)
-        await stop.sleep(backoffMs(attempt++, BACKOFF_BASE_MS, o.renewSeconds * 1000, e.retryAfterMs))
-      }
-    }
-  }
-}
+    const set = o.quote_set
+    lines(
+      set
+        ? `quote set ${set.sequence}: ${set.active ? "active" : "inactive"}, valid until ${set.valid_until}, size ${set.quote_size}`
+        : "quote set: none",
+    )
+  }),
+).pipe(
+  Command.withDescription(
+    "Show the quote identity's lease (with MAKER_CREDENTIAL or the state's credential) and, with MAKER_OWNER_KEY, " +
+      "the order: state, escrow available, filled, the current quote set.",
+  ),
+)
 
-/**
- * The reveal loop alone (`--reveal-only`): no credential, lease or publication. The venues' chain ids come from the
- * public /v1/venues; a wrong one only makes every read refuse (each read names the chain id its endpoint reports).
- */
-const runRevealOnly = async (
-  o: MakerOptions,
-  v2: MakerV2Options,
-  venues: ReadonlyArray<Venue>,
-  log: (line: string) => void,
-  stop: ReturnType<typeof stopper>,
-) => {
-  const loop = revealLoop(o, v2, venues, () => [], log)
-  const started = Date.now()
-  log("reveal loop only: watching payments to this maker")
-  while (!stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)) {
-    await loop.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-    await stop.sleep(o.renewSeconds * 1000)
-  }
+const close = Command.make(
+  "close",
+  {
+    state,
+    api,
+    "to-margin": Options.boolean("to-margin").pipe(
+      Options.withDescription("return the funds into the owner's venue margin instead of the wallet"),
+    ),
+    revoke: Options.boolean("revoke").pipe(
+      Options.withDescription("also revoke the credential (and with it the quote identity): irreversible"),
+    ),
+  },
+  (flags) =>
+    attempt(async () => {
+      const { s, base, token } = await context(flags.state, orUndefined(flags.api), true)
+      const { call, retrying } = await http()
+      if (s.order_id === undefined || s.venue === undefined) throw new UsageError(`${flags.state} holds no order`)
+      await retrying(() => call(base, token, "DELETE", `/v1/orders/${s.order_id}/quotes`), lines)
+      lines(`quotes of order ${s.order_id} deactivated`)
+      const closed = await retrying(
+        () =>
+          call(base, token, "POST", "/v1/closes", {
+            venue: s.venue,
+            order_id: s.order_id,
+            to_margin: flags["to-margin"],
+          }),
+        lines,
+      )
+      lines(
+        `order ${s.order_id} closing (available ${closed.available ?? "-"}): the escrow returns it to the owner's ` +
+          `${flags["to-margin"] ? "margin" : "wallet"} once final; a running bot stops at its next quote set`,
+      )
+      if (flags.revoke && s.credential_id !== undefined) {
+        await retrying(() => call(base, token, "DELETE", `/v1/credentials/${s.credential_id}`), lines)
+        lines(`credential ${s.credential_id} revoked`)
+      }
+    }),
+).pipe(
+  Command.withDescription(
+    "With MAKER_OWNER_KEY: deactivate the order's quotes and close the order through the service (operatorClose).",
+  ),
+)
+
+const maker = Command.make("maker").pipe(
+  Command.withDescription("A maker's command line: setup, run, status, close. `<command> --help` for each."),
+  Command.withSubcommands([setup, run, status, close]),
+)
+
+const cli = Command.run(maker, { name: "maker", version: "1.0.0" })
+
+/** The bot's flags before the CLI had commands (`npm run maker -- --api …`) mean `run`. */
+const BUILT_IN = new Set(["--help", "-h", "--version", "--wizard", "--completions", "--log-level"])
+const withCommand = (argv: ReadonlyArray<string>) => {
+  const first = argv[2]
+  return first?.startsWith("-") && !BUILT_IN.has(first.split("=")[0]!)
+    ? [...argv.slice(0, 2), "run", ...argv.slice(2)]
+    : [...argv]
 }
 
 const main = async () => {
-  try {
-    const options = parseMakerOptions(process.argv.slice(2), process.env)
-    // SIGINT/SIGTERM end the loops at their next sleep (a pass in flight finishes), then the process exits 0.
-    const stop = stopper()
-    for (const signal of ["SIGINT", "SIGTERM"] as const) {
-      process.once(signal, () => {
-        console.log(`maker: ${signal}: stopping`)
-        stop.stop()
-      })
-    }
-    await runMaker(options, console.log, stop)
-    process.exit(0)
-  } catch (e) {
-    const message = e instanceof Error ? e.message : String(e)
-    console.error(`maker: ${message}`)
-    process.exit(e instanceof UsageError ? 64 : 2)
-  }
+  const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
+  const exit = await Effect.runPromiseExit(cli(withCommand(process.argv)).pipe(Effect.provide(platform)))
+  if (Exit.isSuccess(exit)) process.exit(0)
+  const failure = Cause.failureOption(exit.cause)
+  const e = Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+  // @effect/cli has printed its own validation errors.
+  if (ValidationError.isValidationError(e)) process.exit(64)
+  console.error(`maker: ${e instanceof Error ? e.message : String(e)}`)
+  process.exit(e instanceof UsageError || e instanceof StateFileError ? 64 : 2)
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) void main()

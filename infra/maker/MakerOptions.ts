@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util"
+import type { MakerState } from "./MakerState.ts"
 
 export interface QuoteSpec {
   readonly venue: string
@@ -22,8 +22,13 @@ export interface MakerOptions {
   readonly ttlSeconds: number
   /** Renewal period; a few seconds, well inside the ttl (BitMEX/Kraken cancel-after style). */
   readonly renewSeconds: number
-  /** How long each published quote set stays valid. */
-  readonly validitySeconds: number
+  /**
+   * How long each published quote set stays valid; undefined: chosen from the deployment's /v1/info (120 s when it
+   * fits: more than the lock cutoff, at most quote_validity_seconds_max and, for v2, max_quote_life_seconds).
+   */
+  readonly validitySeconds: number | undefined
+  /** Seconds between heartbeat lines (lease expiry, quote set, fills served); 0: none. */
+  readonly heartbeatSeconds: number
   /** Stop after this many seconds (0: run until stopped). */
   readonly runSeconds: number
   /**
@@ -55,65 +60,80 @@ export interface MakerV2Options {
   readonly payeeKey: `0x${string}`
 }
 
-const USAGE = `usage: npm run maker -- --api URL --identity UUID --order 0x… --venue VENUE --quote VENUE:RECIPIENT:SUPPLY:RECEIVE:MIN_FILL
-       [--quote …] --quote-size AMOUNT [--ttl 30] [--renew 5] [--validity 60] [--run 0]
-       v2 order: --owner 0x… --escrow-v2 VENUE=0x… (the order's venue and each quoted venue) --rpc VENUE=URL (same)
-       [--hashlocks 64] [--reveal-cutoff 600] [--from-block VENUE=N …] [--reveal-only (no MAKER_CREDENTIAL needed)]
-  env: MAKER_CREDENTIAL (mk_…), MAKER_SIGNER_KEY (0x… private key of the identity's signer),
-       MAKER_PAYEE_KEY (v2, optional: sends the reveals; default MAKER_SIGNER_KEY)`
+const USAGE = "see `npm run maker -- run --help`"
 
 export class UsageError extends Error {}
 
-/** Reads flags and the two secrets (from the environment only, never from argv or logs). */
-export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): MakerOptions => {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      api: { type: "string" },
-      identity: { type: "string" },
-      order: { type: "string" },
-      venue: { type: "string" },
-      quote: { type: "string", multiple: true },
-      "quote-size": { type: "string" },
-      ttl: { type: "string", default: "30" },
-      renew: { type: "string", default: "5" },
-      validity: { type: "string", default: "60" },
-      run: { type: "string", default: "0" },
-      owner: { type: "string" },
-      "escrow-v2": { type: "string", multiple: true },
-      rpc: { type: "string", multiple: true },
-      "from-block": { type: "string", multiple: true },
-      hashlocks: { type: "string", default: "64" },
-      "reveal-cutoff": { type: "string", default: "600" },
-      "reveal-only": { type: "boolean", default: false },
-    },
-  })
+/** The `run` command's flags as the CLI parsed them (numbers as text: their ranges are checked here). */
+export interface RunFlags {
+  readonly api?: string | undefined
+  readonly identity?: string | undefined
+  readonly order?: string | undefined
+  readonly venue?: string | undefined
+  readonly quote: ReadonlyArray<string>
+  readonly "quote-size"?: string | undefined
+  readonly ttl: string
+  readonly renew: string
+  readonly validity?: string | undefined
+  readonly run: string
+  readonly heartbeat: string
+  readonly owner?: string | undefined
+  readonly "escrow-v2": ReadonlyArray<string>
+  readonly rpc: ReadonlyArray<string>
+  readonly "from-block": ReadonlyArray<string>
+  readonly hashlocks: string
+  readonly "reveal-cutoff": string
+  readonly "reveal-only": boolean
+}
+
+const pairsOf = (record: Readonly<Record<string, string>> | undefined) =>
+  Object.entries(record ?? {}).map(([k, v]) => `${k}=${v}`)
+
+/**
+ * The flags, with what the state file written by `setup` holds for those not given (flags win), and the two secrets
+ * from the environment (MAKER_CREDENTIAL, MAKER_SIGNER_KEY) or else the state file: never from argv or logs.
+ */
+export const resolveMakerOptions = (flags: RunFlags, env: NodeJS.ProcessEnv, state: MakerState = {}): MakerOptions => {
+  const v2State = state.escrow_version === 2
+  const values = {
+    ...flags,
+    api: flags.api ?? state.api,
+    identity: flags.identity ?? state.identity_id,
+    order: flags.order ?? state.order_id,
+    venue: flags.venue ?? state.venue,
+    quote: flags.quote.length > 0 ? flags.quote : (state.quotes ?? []),
+    "quote-size": flags["quote-size"] ?? state.quote_size,
+    owner: flags.owner ?? (v2State ? state.owner : undefined),
+    "escrow-v2": flags["escrow-v2"].length > 0 ? flags["escrow-v2"] : v2State ? pairsOf(state.escrows_v2) : [],
+    rpc: flags.rpc.length > 0 ? flags.rpc : v2State ? pairsOf(state.rpc) : [],
+    "from-block": flags["from-block"].length > 0 ? flags["from-block"] : v2State ? pairsOf(state.from_blocks) : [],
+  }
   const need = (name: string, value: string | undefined) => {
-    if (!value) throw new UsageError(`missing ${name}\n${USAGE}`)
+    if (!value) throw new UsageError(`missing ${name} (${USAGE})`)
     return value
   }
   const revealOnly = values["reveal-only"] === true
-  const credential = revealOnly ? "" : need("MAKER_CREDENTIAL", env.MAKER_CREDENTIAL)
+  const credential = revealOnly ? "" : need("MAKER_CREDENTIAL", env.MAKER_CREDENTIAL || state.credential)
   if (!revealOnly && !credential.startsWith("mk_")) throw new UsageError("MAKER_CREDENTIAL must be an mk_ credential")
-  const signerKey = need("MAKER_SIGNER_KEY", env.MAKER_SIGNER_KEY)
+  const signerKey = need("MAKER_SIGNER_KEY", env.MAKER_SIGNER_KEY || state.signer_key)
   if (!/^0x[0-9a-fA-F]{64}$/.test(signerKey)) throw new UsageError("MAKER_SIGNER_KEY must be a 32-byte hex key")
   const order = need("--order", values.order)
   if (!/^0x[0-9a-fA-F]{64}$/.test(order)) throw new UsageError("--order must be a 32-byte hex order id")
-  const quotes = (values.quote ?? []).map((q) => {
+  const quotes = values.quote.map((q) => {
     const [venue, recipient, supply, receive, minFill, ...rest] = q.split(":")
     if (!venue || !recipient || !supply || !receive || !minFill || rest.length > 0) {
-      throw new UsageError(`bad --quote ${q}\n${USAGE}`)
+      throw new UsageError(`bad --quote ${q} (${USAGE})`)
     }
     return { venue, recipient, supply, receive, minFill }
   })
-  if (quotes.length === 0) throw new UsageError(`at least one --quote\n${USAGE}`)
+  if (quotes.length === 0) throw new UsageError(`at least one --quote (${USAGE})`)
   const int = (name: string, v: string, min: number, max: number) => {
     const n = Number(v)
     if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`${name} must be an integer in ${min}..${max}`)
     return n
   }
-  const ttlSeconds = int("--ttl", values.ttl!, 5, 120)
-  const renewSeconds = int("--renew", values.renew!, 1, 60)
+  const ttlSeconds = int("--ttl", values.ttl, 5, 120)
+  const renewSeconds = int("--renew", values.renew, 1, 60)
   if (renewSeconds * 2 > ttlSeconds) throw new UsageError("--renew must be at most half of --ttl")
   const venue = need("--venue", values.venue)
   const v2 = parseV2(values, env, signerKey as `0x${string}`, venue, quotes, int)
@@ -129,11 +149,45 @@ export const parseMakerOptions = (argv: ReadonlyArray<string>, env: NodeJS.Proce
     quoteSize: revealOnly ? "0" : need("--quote-size", values["quote-size"]),
     ttlSeconds,
     renewSeconds,
-    validitySeconds: int("--validity", values.validity!, 10, 3600),
-    runSeconds: int("--run", values.run!, 0, 86_400),
+    validitySeconds: values.validity === undefined ? undefined : int("--validity", values.validity, 10, 3600),
+    heartbeatSeconds: int("--heartbeat", values.heartbeat, 0, 3600),
+    runSeconds: int("--run", values.run, 0, 86_400),
     revealOnly,
     ...(v2 === undefined ? {} : { v2 }),
   }
+}
+
+/**
+ * The quote sets' validity: the asked one, checked against the deployment's limits, or else 120 s when it fits
+ * (more than the lock cutoff, at most quote_validity_seconds_max and, for a v2 order, max_quote_life_seconds),
+ * else the longest the deployment allows.
+ */
+export const chooseValidity = (
+  asked: number | undefined,
+  limits: { readonly lockCutoff: number; readonly validityMax: number; readonly maxQuoteLife?: number | undefined },
+  v2: boolean,
+): number => {
+  const max =
+    v2 && limits.maxQuoteLife !== undefined ? Math.min(limits.validityMax, limits.maxQuoteLife) : limits.validityMax
+  if (asked !== undefined) {
+    if (asked <= limits.lockCutoff || asked > limits.validityMax) {
+      throw new UsageError(
+        `--validity must be more than ${limits.lockCutoff} s (the lock cutoff) and at most ` +
+          `${limits.validityMax} s (this deployment's limits)`,
+      )
+    }
+    if (v2 && limits.maxQuoteLife !== undefined && asked > limits.maxQuoteLife) {
+      throw new UsageError(
+        `--validity must be at most ${limits.maxQuoteLife} s (max_quote_life_seconds) for a v2 order`,
+      )
+    }
+    return asked
+  }
+  const chosen = Math.min(120, max) > limits.lockCutoff ? Math.min(120, max) : max
+  if (chosen <= limits.lockCutoff) {
+    throw new UsageError(`this deployment admits no quote validity (lock cutoff ${limits.lockCutoff} s, max ${max} s)`)
+  }
+  return chosen
 }
 
 const HEX_KEY = /^0x[0-9a-fA-F]{64}$/
@@ -145,7 +199,7 @@ const pairs = (flag: string, list: ReadonlyArray<string> | undefined, valid: (v:
   for (const item of list ?? []) {
     const at = item.indexOf("=")
     const [venue, value] = [item.slice(0, at), item.slice(at + 1)]
-    if (at <= 0 || !valid(value)) throw new UsageError(`bad ${flag} ${item}\n${USAGE}`)
+    if (at <= 0 || !valid(value)) throw new UsageError(`bad ${flag} ${item} (${USAGE})`)
     out[venue] = value
   }
   return out

@@ -64,7 +64,7 @@ export const backoffMs = (
  * The service's reachability as the client last saw it; `report` logs only when it changes (down → up, up → down),
  * so a long outage is one line, not one per retry.
  */
-export const reachability = (log: (line: string) => void) => {
+export const reachability = (log: (line: string) => void, meanwhile = "reveals continue") => {
   let down: string | undefined
   return {
     ok: () => {
@@ -72,7 +72,7 @@ export const reachability = (log: (line: string) => void) => {
       down = undefined
     },
     fault: (reason: string) => {
-      if (down === undefined) log(`service unreachable (${reason}); retrying with backoff, reveals continue`)
+      if (down === undefined) log(`service unreachable (${reason}); retrying with backoff, ${meanwhile}`)
       down = reason
     },
     isDown: () => down !== undefined,
