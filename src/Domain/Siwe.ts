@@ -31,25 +31,44 @@ import {
   recoverAddress,
 } from "viem"
 import { verifyMessage } from "viem/actions"
+import {
+  ChallengeExpired,
+  ChallengeNotYetValid,
+  classOf,
+  SignatureInvalid,
+  SignatureMalformed,
+  SignatureMalleable,
+  SiweAddressMismatch,
+  SiweChainMismatch,
+  SiweDomainMismatch,
+  SiweMalformed,
+  SiweNonceMismatch,
+  SiweUriMismatch,
+} from "./Errors.ts"
 
-export type SiweErrorCode =
-  | "SIWE_MALFORMED"
-  | "SIWE_DOMAIN_MISMATCH"
-  | "SIWE_URI_MISMATCH"
-  | "SIWE_CHAIN_MISMATCH"
-  | "SIWE_ADDRESS_MISMATCH"
-  | "SIWE_NONCE_MISMATCH"
-  | "CHALLENGE_EXPIRED"
-  | "CHALLENGE_NOT_YET_VALID"
-  | "SIGNATURE_MALFORMED"
-  | "SIGNATURE_MALLEABLE"
-  | "SIGNATURE_INVALID"
+/** The verdicts about a message or signature: errors of the catalogue (their messages never contain signature bytes). */
+const SIWE_VERDICTS = [
+  SiweMalformed,
+  SiweDomainMismatch,
+  SiweUriMismatch,
+  SiweChainMismatch,
+  SiweAddressMismatch,
+  SiweNonceMismatch,
+  ChallengeExpired,
+  ChallengeNotYetValid,
+  SignatureMalformed,
+  SignatureMalleable,
+  SignatureInvalid,
+] as const
 
-/** A verdict about the message or signature. Its message never contains signature bytes. */
-export class SiweError extends Data.TaggedError("SiweError")<{
-  readonly code: SiweErrorCode
-  readonly message: string
-}> {}
+/** A verdict about the message or signature. */
+export type SiweError = InstanceType<(typeof SIWE_VERDICTS)[number]>
+
+/** The wire code of a verdict. */
+export type SiweErrorCode = (typeof SIWE_VERDICTS)[number]["code"]
+
+/** The wire code of a verdict (from the catalogue). */
+export const verdictCode = (e: SiweError): SiweErrorCode => classOf(e).code as SiweErrorCode
 
 /** The auth chain could not answer (transport failure, node error, timeout). Never means "valid". */
 export class SiweChainUnavailable extends Data.TaggedError("SiweChainUnavailable")<{
@@ -70,7 +89,7 @@ export const SIWE_CHAIN_TIMEOUT = Duration.seconds(10)
 export const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 export const SECP256K1_HALF_N = SECP256K1_N >> 1n
 
-const fail = (code: SiweErrorCode, message: string) => Either.left(new SiweError({ code, message }))
+const fail = (error: SiweError) => Either.left(error)
 
 /** Quotes an untrusted value for an error message: JSON-escaped and cut to a readable length. */
 const quote = (value: string, max = 80): string =>
@@ -92,8 +111,7 @@ export interface BuildSiweParams {
 }
 
 const invalidBuild = (message: string) =>
-  new SiweError({
-    code: "SIWE_MALFORMED",
+  new SiweMalformed({
     message: `buildSiweMessage: ${message}`,
   })
 
@@ -194,23 +212,29 @@ const firstLine = (text: string): string => {
  * could not compare them with the clock. Every failure is SIWE_MALFORMED.
  */
 export const parseSiwe = (message: string): Either.Either<ParsedSiwe, SiweError> => {
-  if (typeof message !== "string" || message.length === 0) return fail("SIWE_MALFORMED", "message is empty")
+  if (typeof message !== "string" || message.length === 0)
+    return fail(new SiweMalformed({ message: "message is empty" }))
   if (message.length > SIWE_MAX_MESSAGE_LENGTH)
-    return fail("SIWE_MALFORMED", `message is longer than ${SIWE_MAX_MESSAGE_LENGTH} characters`)
+    return fail(new SiweMalformed({ message: `message is longer than ${SIWE_MAX_MESSAGE_LENGTH} characters` }))
   let m: ParsedMessage
   try {
     m = new ParsedMessage(message)
   } catch (e) {
-    return fail("SIWE_MALFORMED", `not an EIP-4361 message: ${firstLine(e instanceof Error ? e.message : String(e))}`)
+    return fail(
+      new SiweMalformed({
+        message: `not an EIP-4361 message: ${firstLine(e instanceof Error ? e.message : String(e))}`,
+      }),
+    )
   }
-  if (!Number.isSafeInteger(m.chainId) || m.chainId < 0) return fail("SIWE_MALFORMED", "Chain ID is not a safe integer")
+  if (!Number.isSafeInteger(m.chainId) || m.chainId < 0)
+    return fail(new SiweMalformed({ message: "Chain ID is not a safe integer" }))
   for (const [field, value] of [
     ["Issued At", m.issuedAt],
     ["Expiration Time", m.expirationTime],
     ["Not Before", m.notBefore],
   ] as const) {
     if (value !== undefined && !Number.isFinite(Date.parse(value)))
-      return fail("SIWE_MALFORMED", `${field} is not a usable date-time`)
+      return fail(new SiweMalformed({ message: `${field} is not a usable date-time` }))
   }
   return Either.right({
     domain: m.domain,
@@ -260,35 +284,41 @@ const schemeOf = (uri: string): string | undefined => /^([A-Za-z][A-Za-z0-9+.-]*
  */
 export const checkSiwe = (parsed: ParsedSiwe, expect: SiweExpectations): Either.Either<void, SiweError> => {
   if (parsed.domain !== expect.domain)
-    return fail("SIWE_DOMAIN_MISMATCH", `message domain ${quote(parsed.domain)} is not ${quote(expect.domain)}`)
+    return fail(
+      new SiweDomainMismatch({ message: `message domain ${quote(parsed.domain)} is not ${quote(expect.domain)}` }),
+    )
   if (parsed.scheme !== undefined && parsed.scheme.toLowerCase() !== schemeOf(expect.uri))
-    return fail("SIWE_DOMAIN_MISMATCH", `message scheme ${quote(parsed.scheme)} does not match our URI's scheme`)
+    return fail(
+      new SiweDomainMismatch({ message: `message scheme ${quote(parsed.scheme)} does not match our URI's scheme` }),
+    )
   if (parsed.uri !== expect.uri)
-    return fail("SIWE_URI_MISMATCH", `message URI ${quote(parsed.uri)} is not ${quote(expect.uri)}`)
+    return fail(new SiweUriMismatch({ message: `message URI ${quote(parsed.uri)} is not ${quote(expect.uri)}` }))
   if (parsed.chainId !== expect.chainId)
-    return fail("SIWE_CHAIN_MISMATCH", `message chain id ${parsed.chainId} is not ${expect.chainId}`)
+    return fail(new SiweChainMismatch({ message: `message chain id ${parsed.chainId} is not ${expect.chainId}` }))
   if (parsed.address.toLowerCase() !== expect.address.toLowerCase())
-    return fail("SIWE_ADDRESS_MISMATCH", "message address is not the address the challenge was issued for")
-  if (parsed.nonce !== expect.nonce) return fail("SIWE_NONCE_MISMATCH", "message nonce is not the issued nonce")
+    return fail(new SiweAddressMismatch({ message: "message address is not the address the challenge was issued for" }))
+  if (parsed.nonce !== expect.nonce)
+    return fail(new SiweNonceMismatch({ message: "message nonce is not the issued nonce" }))
 
   const now = expect.nowMs
   const skew = expect.skewMs ?? SIWE_DEFAULT_SKEW_MS
   if (!Number.isFinite(now) || !Number.isFinite(skew) || skew < 0)
-    return fail("CHALLENGE_EXPIRED", "server time or skew is not usable; refusing")
+    return fail(new ChallengeExpired({ message: "server time or skew is not usable; refusing" }))
 
   const issuedAt = Date.parse(parsed.issuedAt)
-  if (!Number.isFinite(issuedAt)) return fail("SIWE_MALFORMED", "Issued At is not a usable date-time")
-  if (issuedAt > now + skew) return fail("CHALLENGE_NOT_YET_VALID", "Issued At is in the future")
+  if (!Number.isFinite(issuedAt)) return fail(new SiweMalformed({ message: "Issued At is not a usable date-time" }))
+  if (issuedAt > now + skew) return fail(new ChallengeNotYetValid({ message: "Issued At is in the future" }))
 
   if (parsed.expirationTime !== undefined) {
     const expiresAt = Date.parse(parsed.expirationTime)
-    if (!Number.isFinite(expiresAt)) return fail("SIWE_MALFORMED", "Expiration Time is not a usable date-time")
-    if (expiresAt <= now) return fail("CHALLENGE_EXPIRED", "the message has expired")
+    if (!Number.isFinite(expiresAt))
+      return fail(new SiweMalformed({ message: "Expiration Time is not a usable date-time" }))
+    if (expiresAt <= now) return fail(new ChallengeExpired({ message: "the message has expired" }))
   }
   if (parsed.notBefore !== undefined) {
     const notBefore = Date.parse(parsed.notBefore)
-    if (!Number.isFinite(notBefore)) return fail("SIWE_MALFORMED", "Not Before is not a usable date-time")
-    if (notBefore > now) return fail("CHALLENGE_NOT_YET_VALID", "Not Before is in the future")
+    if (!Number.isFinite(notBefore)) return fail(new SiweMalformed({ message: "Not Before is not a usable date-time" }))
+    if (notBefore > now) return fail(new ChallengeNotYetValid({ message: "Not Before is in the future" }))
   }
   return Either.void
 }
@@ -312,11 +342,11 @@ const ecdsaParts = (signature: string): Either.Either<EcdsaParts, SiweError> => 
   const s = BigInt(`0x${signature.slice(66, 130)}`)
   const v = Number.parseInt(signature.slice(130, 132), 16)
   if (v !== 0 && v !== 1 && v !== 27 && v !== 28)
-    return fail("SIGNATURE_MALFORMED", `signature recovery byte v=${v} is not 0, 1, 27 or 28`)
+    return fail(new SignatureMalformed({ message: `signature recovery byte v=${v} is not 0, 1, 27 or 28` }))
   if (r === 0n || r >= SECP256K1_N || s === 0n || s >= SECP256K1_N)
-    return fail("SIGNATURE_MALFORMED", "signature r or s is outside [1, n)")
+    return fail(new SignatureMalformed({ message: "signature r or s is outside [1, n)" }))
   if (s > SECP256K1_HALF_N)
-    return fail("SIGNATURE_MALLEABLE", "signature s is in the upper half of the curve order (EIP-2)")
+    return fail(new SignatureMalleable({ message: "signature s is in the upper half of the curve order (EIP-2)" }))
   return Either.right({ r, s, yParity: v === 0 || v === 27 ? 0 : 1 })
 }
 
@@ -329,13 +359,14 @@ const ecdsaParts = (signature: string): Either.Either<EcdsaParts, SiweError> => 
  */
 export const checkSignatureShape = (signature: string): Either.Either<"eoa" | "contract", SiweError> => {
   if (typeof signature !== "string" || !HEX.test(signature))
-    return fail("SIGNATURE_MALFORMED", "signature is not 0x-prefixed hex of whole bytes")
+    return fail(new SignatureMalformed({ message: "signature is not 0x-prefixed hex of whole bytes" }))
   const bytes = (signature.length - 2) / 2
   if (bytes === 65) return Either.map(ecdsaParts(signature), () => "eoa" as const)
   if (bytes > 65 && bytes <= SIWE_MAX_CONTRACT_SIGNATURE_BYTES) return Either.right("contract")
   return fail(
-    "SIGNATURE_MALFORMED",
-    `signature is ${bytes} bytes; expected 65 (r||s||v) or a contract signature of 66 to ${SIWE_MAX_CONTRACT_SIGNATURE_BYTES}`,
+    new SignatureMalformed({
+      message: `signature is ${bytes} bytes; expected 65 (r||s||v) or a contract signature of 66 to ${SIWE_MAX_CONTRACT_SIGNATURE_BYTES}`,
+    }),
   )
 }
 
@@ -426,8 +457,7 @@ export const verifySiweSignature = (p: {
 }): Effect.Effect<void, SiweError | SiweChainUnavailable> =>
   Effect.gen(function* () {
     if (!isAddress(p.address, { strict: false }))
-      return yield* new SiweError({
-        code: "SIWE_ADDRESS_MISMATCH",
+      return yield* new SiweAddressMismatch({
         message: "address is not a 20-byte hex address",
       })
     const shape = yield* checkSignatureShape(p.signature)
@@ -437,8 +467,7 @@ export const verifySiweSignature = (p: {
     }
     const client = p.client
     if (client === undefined)
-      return yield* new SiweError({
-        code: "SIGNATURE_INVALID",
+      return yield* new SignatureInvalid({
         message:
           shape === "eoa"
             ? "signature was not made by the address"
@@ -465,8 +494,7 @@ export const verifySiweSignature = (p: {
     )
     if (valid) return
     if (watched.failures.length > 0) return yield* chainUnavailable(watched.failures[0])
-    return yield* new SiweError({
-      code: "SIGNATURE_INVALID",
+    return yield* new SignatureInvalid({
       message: "the auth chain rejected the signature",
     })
   })
