@@ -1,52 +1,230 @@
 /**
- * CloseQueue (DESIGN §4): drives every accepted close to its end and with it the `closing` flag of the spec.
+ * CloseQueue (DESIGN §4, issue 22 item 1): one entity per (owner, chain), id "owner:chainId", that drives that
+ * queue's accepted closes to their end and with them the `closing` flag of the spec. Built on the keyed loop
+ * (actors/Keyed.ts); the database stays the truth.
  *
- * Shape: a persisted queue per (owner, chain) — the `closes` table, appended to by src/Store/Closes.ts
- * `enqueueClose` under the (owner, chain) row lock of `close_queues` — drained by this one cluster singleton,
- * instead of a cluster entity per (owner, chain). The choice, and why it holds across several processes:
- * - the limit (10 pending per owner and chain), "same terms → same close" and one pending close per order are
- *   checked and written in ONE SQL transaction under that row lock, so concurrent requests on different runners
- *   serialise on the database, not on a mailbox; the unique indexes back it up;
- * - the close row, its `close.pending` journal row and its TxRelayer request (key `close:<digest>` or
- *   `close:managed:<id>`) commit together, so a crash never leaves a close without its transaction or the reverse;
- * - every transition below is a guarded UPDATE (`where state = <what was read>`) with its journal row, and the
- *   facts it reads (relayer outcome, escrow index, the clock) are durable or recomputable, so a restart, or two
- *   sweeps overlapping during a singleton hand-over, change each close exactly once.
- * An entity would add a second copy of the queue (its persisted messages) to keep consistent with these rows.
- *
- * Transitions (spec: Close by signature): pending → final when the relayed transaction is final AND the escrow
- * index holds its OrderClosed (funds in margin or the wallet, or in the owner's zero-id balance when the venue
- * refused); pending → reverted when it reverted (in simulation, no gas, or on chain) or was replaced; pending →
- * expired one minute after the CloseOffer's deadline. An expired close whose transaction ends later records that
- * end too (closing stays false).
+ * - `Enqueue` (persisted intent): the HTTP handler (src/Http/EscrowHandlers.ts) has checked the request and
+ *   answered an identical repeat from a lookup by digest (or by the managed close's terms) BEFORE sending; the
+ *   entity runs src/Store/Closes.ts `enqueueClose`: in ONE transaction under the (owner, chain) row lock of
+ *   `close_queues`, the limit (10 pending), "same terms → same close", one pending close per order, the close
+ *   row, its `close.pending` journal row and its TxRelayer request (key `close:<digest>` or
+ *   `close:managed:<id>`). Its answer is the reply: the close, or ClosePending / CloseLimit / StateConflict from
+ *   the error catalogue. The message's primary key is the relay key and the new close's id: a refusal (limit,
+ *   pending) is the answer of that moment, never replayed to a later retry of the same terms (which the
+ *   database de-duplicates: the unique digest index, the lock), while a redelivery after a crash is the same
+ *   message. A transient failure dies (never stored as the reply); the handler is idempotent (the transaction
+ *   either committed — the retry's lookup finds the close — or did not).
+ * - The loop's pass (`stepCloseQueue`) is the old sweep restricted to this key: pending → final when the relayed
+ *   transaction is final AND the escrow index holds its OrderClosed (funds in margin or the wallet, or in the
+ *   owner's zero-id balance when the venue refused); pending → reverted when it reverted (in simulation, no gas,
+ *   or on chain) or was replaced; pending → expired one minute after the CloseOffer's deadline. An expired close
+ *   whose transaction ends later records that end too (closing stays false). Every transition is a guarded
+ *   UPDATE (`where state = <what was read>`) with its journal row, so two instances overlapping during a shard
+ *   move, or a pass after a crash, change each close exactly once.
+ * - Cadence: every CLOSE_SWEEP while the queue has an open close (the watcher's ingest, which finality waits
+ *   for, does not notify), at once on a close's relayer outcome (`pg_notify` on the relayer's outcome channel,
+ *   turned into a `wakeKeyed` of the close's queue by every runner's listener below), and the persisted backstop
+ *   tick of the keyed loop after a crash.
  */
+import { ClusterSchema, Entity, EntityId, Sharding } from "@effect/cluster"
+import { Rpc } from "@effect/rpc"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Duration, Effect, Queue, Schedule, Stream } from "effect"
-import { settleCloses } from "../src/Store/Closes.ts"
+import { Clock, type Context, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import type { Address, Hex } from "viem"
+import { Relayer } from "../src/Chain/Relayer.ts"
+import { CloseLimit, ClosePending, StateConflict } from "../src/Domain/Errors.ts"
+import {
+  type CloseQueueKey,
+  closeQueueOfRelayKey,
+  closeQueueOpen,
+  type EnqueueOutcome,
+  enqueueClose,
+  openCloseQueues,
+  settleCloses,
+} from "../src/Store/Closes.ts"
 import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake, wakeKeyed } from "./Keyed.ts"
 
-/** Fallback pass interval (the watcher's ingest, which finality also waits for, does not notify). */
+/** Pass interval while the queue has an open close. */
 export const CLOSE_SWEEP = Duration.millis(500)
 
-/** One pass at the Effect clock's time (tests drive expiry by running it with a later clock). */
-export const sweepCloses = Effect.flatMap(Clock.currentTimeMillis, (now) => settleCloses(now))
+/** The entity id of an (owner, chain) queue. */
+export const closeQueueId = (owner: string, chainId: number) => `${owner.toLowerCase()}:${chainId}`
 
-export const runCloseQueue = Effect.gen(function* () {
-  const pg = yield* PgClient.PgClient
-  const wake = yield* Queue.sliding<void>(1)
-  // A close's relayer outcome wakes the queue at once.
-  yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
-    Stream.filter((key) => key.startsWith("close:")),
-    Stream.runForEach(() => Queue.offer(wake, undefined)),
-    Effect.retry(Schedule.spaced("1 second")),
-    Effect.forkScoped,
-  )
-  yield* sweepCloses.pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning("close queue pass failed; retrying", cause)),
-    Effect.zipRight(Queue.take(wake).pipe(Effect.timeout(CLOSE_SWEEP), Effect.ignore)),
-    Effect.forever,
-  )
-}).pipe(Effect.scoped, Effect.annotateLogs({ actor: "CloseQueue" }))
+const keyOf = (id: string): CloseQueueKey => {
+  const at = id.lastIndexOf(":")
+  return { owner: id.slice(0, at), chainId: Number(id.slice(at + 1)) }
+}
 
-export const CloseQueueLive = supervisedSingleton("close-queue", runCloseQueue)
+/** A close to accept (src/Store/Closes.ts NewClose on the wire) and the escrow call its relayer request makes. */
+export const CloseIntent = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literal("signed", "managed"),
+  master: Schema.String,
+  venue: Schema.String,
+  chainId: Schema.Number,
+  escrow: Schema.String,
+  escrowVersion: Schema.Literal(1, 2),
+  orderId: Schema.String,
+  owner: Schema.String,
+  amount: Schema.BigInt,
+  dex: Schema.Number,
+  toMargin: Schema.Boolean,
+  nonce: Schema.NullOr(Schema.BigInt),
+  deadline: Schema.NullOr(Schema.BigInt),
+  digest: Schema.NullOr(Schema.String),
+  signature: Schema.NullOr(Schema.String),
+  relayKey: Schema.String,
+  /** The call the relayer request makes (`closeWithSig` or `operatorClose` on the order's escrow). */
+  data: Schema.String,
+})
+export type CloseIntent = typeof CloseIntent.Type
+
+/** The accepted close (new, or the same terms accepted before): what the route needs to show the order. */
+export const AcceptedClose = Schema.Struct({
+  id: Schema.String,
+  venue: Schema.String,
+  escrow_version: Schema.Literal(1, 2),
+  order_id: Schema.String,
+  owner: Schema.String,
+  state: Schema.Literal("pending", "final", "reverted", "expired"),
+})
+
+export const Enqueue = Rpc.make("Enqueue", {
+  payload: CloseIntent.fields,
+  success: AcceptedClose,
+  error: Schema.Union(ClosePending, CloseLimit, StateConflict),
+  primaryKey: (p) => `${p.relayKey}/${p.id}`,
+}).annotate(ClusterSchema.Persisted, true)
+
+export const CloseQueue = Entity.make("close-queue", [Wake, Tick, Enqueue])
+
+/** The header an HTTP handler's entity call carries its request id in (set with RpcClient.withHeaders). */
+export const REQUEST_ID_HEADER = "x-request-id"
+
+/** The intent's handling is part of the request that sent it: its spans and log lines carry the request id. */
+export const withRequestIdOf =
+  (headers: Readonly<Record<string, string>>) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) => {
+    const id = headers[REQUEST_ID_HEADER]
+    return id === undefined
+      ? effect
+      : effect.pipe(Effect.annotateSpans("request_id", id), Effect.annotateLogs("request_id", id))
+  }
+
+/** One pass of queue `id` at the Effect clock's time (tests drive expiry by running it with a later clock). */
+export const stepCloseQueue = (id: string) =>
+  Effect.gen(function* () {
+    const key = keyOf(id)
+    yield* settleCloses(yield* Clock.currentTimeMillis, 500, key)
+    return (yield* closeQueueOpen(key)) ? again(CLOSE_SWEEP) : idle
+  })
+
+/** The queues with a close to move on (start-up adoption wakes them). */
+export const pendingKeys = Effect.map(openCloseQueues, (keys) => keys.map((k) => closeQueueId(k.owner, k.chainId)))
+
+const answerOf = (outcome: EnqueueOutcome) => {
+  switch (outcome._tag) {
+    case "Created":
+    case "Existing": {
+      const r = outcome.row
+      return Effect.succeed({
+        id: r.id,
+        venue: r.venue,
+        escrow_version: r.escrow_version,
+        order_id: r.order_id,
+        owner: r.owner,
+        state: r.state,
+      })
+    }
+    case "Pending":
+      return Effect.fail(new ClosePending({ message: `close ${outcome.row.id} of this order is pending` }))
+    case "Limit":
+      return Effect.fail(
+        new CloseLimit({ message: "10 closes of this owner are pending on this chain; wait for one to end" }),
+      )
+    case "NonceUsed":
+      return Effect.fail(
+        new StateConflict({ message: "this nonce was used by another close of the owner; prepare again" }),
+      )
+  }
+}
+
+/** Accepts one close in queue `id`'s transaction (see the header). */
+const enqueue = (relayer: Context.Tag.Service<Relayer>, c: CloseIntent) =>
+  Effect.gen(function* () {
+    const relay = relayer
+      .submit({
+        idempotencyKey: c.relayKey,
+        venue: c.venue,
+        to: c.escrow as Address,
+        data: c.data as Hex,
+        master: c.master,
+      })
+      .pipe(
+        Effect.catchTags({
+          IdempotencyConflict: () =>
+            Effect.fail(new StateConflict({ message: "this close is already relayed with other calldata" })),
+          RelayerRejected: (e) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
+        }),
+      )
+    const outcome = yield* enqueueClose({ ...c, nowMs: yield* Clock.currentTimeMillis }, relay).pipe(
+      Effect.catchTag("SqlError", (e) => Effect.die(e)),
+    )
+    return yield* answerOf(outcome)
+  })
+
+const EntityLive = CloseQueue.toLayer(
+  Effect.gen(function* () {
+    const relayer = yield* Relayer
+    const sql = yield* SqlClient.SqlClient
+    const drive = yield* keyedDriver(CloseQueue, stepCloseQueue)
+    return {
+      Wake: drive.onWake,
+      Tick: drive.onTick,
+      Enqueue: ({ payload, headers }) =>
+        enqueue(relayer, payload).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.ensuring(drive.wake),
+          withRequestIdOf(headers),
+          Effect.annotateLogs({ actor: "close-queue", key: drive.id }),
+        ),
+    }
+  }),
+  keyedEntityOptions,
+)
+
+/**
+ * This runner's listener of relayer outcomes: a close's outcome wakes its queue's entity at once when this runner
+ * holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
+ * the cadence (CLOSE_SWEEP).
+ */
+const OutcomeWakes = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const pg = yield* PgClient.PgClient
+    const sql = yield* SqlClient.SqlClient
+    const sharding = yield* Sharding.Sharding
+    const wakeOwned = (id: string) =>
+      sharding.hasShardId(sharding.getShardId(EntityId.make(id), CloseQueue.getShardGroup(EntityId.make(id))))
+        ? wakeKeyed(CloseQueue, id)
+        : Effect.void
+    yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
+      Stream.filter((key) => key.startsWith("close:")),
+      Stream.runForEach((key) =>
+        closeQueueOfRelayKey(key).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.flatMap(
+            Option.match({ onNone: () => Effect.void, onSome: (k) => wakeOwned(closeQueueId(k.owner, k.chainId)) }),
+          ),
+          Effect.provideService(Sharding.Sharding, sharding),
+          Effect.ignore,
+        ),
+      ),
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.forkScoped,
+    )
+  }),
+)
+
+export const CloseQueueLive = Layer.mergeAll(EntityLive, OutcomeWakes, keyedAdoption(CloseQueue, pendingKeys))

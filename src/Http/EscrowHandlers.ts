@@ -1,17 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect, Either, Option, Redacted } from "effect"
+import { RpcClient } from "@effect/rpc"
+import { Clock, Effect, Either, FiberRef, Option, Redacted } from "effect"
 import { type Address, type Hex, recoverTypedDataAddress } from "viem"
+import { type CloseIntent, CloseQueue, closeQueueId, REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { legacyDeployments, scanLegacyPage } from "../Chain/LegacyScan.ts"
-import {
-  closeOfferOn,
-  closeWithSigCall,
-  type OrderEscrow,
-  operatorCloseCall,
-  orderEscrow,
-  venueEscrows,
-} from "../Chain/OrderEscrow.ts"
-import { Relayer } from "../Chain/Relayer.ts"
+import { closeOfferOn, closeWithSigCall, operatorCloseCall, orderEscrow, venueEscrows } from "../Chain/OrderEscrow.ts"
 import { AppConfig, type VenueConfig } from "../Config.ts"
 import {
   CLOSE_MINIMUM,
@@ -26,7 +20,6 @@ import {
   BelowMinimum,
   ChainUnavailable,
   ChallengeExpired,
-  CloseLimit,
   ClosePending,
   InvalidRequest,
   NotFound,
@@ -40,28 +33,21 @@ import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
-import { type CloseRow, type EnqueueOutcome, enqueueClose, findCloseByDigest, pendingCloseOf } from "../Store/Closes.ts"
+import { type CloseRow, findCloseByDigest, pendingCloseOf } from "../Store/Closes.ts"
 import { type EscrowOrderRow, escrowOrderOf, escrowOrdersOf } from "../Store/EscrowView.ts"
 import { findLinkedAccount, listLinkedAccounts } from "../Store/LinkedAccounts.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
+import { callEntity } from "./EntityCall.ts"
 import { requireAccess, requireScope, requireSession } from "./Guards.ts"
+import { CurrentRequestId } from "./RequestId.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
-
-/** Only SQL failures become defects; the API's own errors pass through. */
-const sqlDies = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(
-    effect,
-    (e): e is Extract<E, { readonly _tag: "SqlError" }> =>
-      typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "SqlError",
-    (e) => Effect.die(e),
-  )
 
 export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
   Effect.gen(function* () {
     const { deployment, operator } = yield* AppConfig
     const clients = yield* ChainClients
-    const relayer = yield* Relayer
+    const closeQueues = yield* CloseQueue.client
     const legacy = legacyDeployments(deployment)
     const cursorKey = legacyCursorKey(Buffer.from(Redacted.value(deployment.operator_key).slice(2), "hex"))
     const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
@@ -175,36 +161,20 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
         }
       })
 
-    /** The queue's answer as the API's: the escrow order, or the refusal. */
-    const answer = (outcome: EnqueueOutcome) => {
-      switch (outcome._tag) {
-        case "Created":
-        case "Existing":
-          return currentView(outcome.row)
-        case "Pending":
-          return Effect.fail(new ClosePending({ message: `close ${outcome.row.id} of this order is pending` }))
-        case "Limit":
-          return Effect.fail(
-            new CloseLimit({ message: "10 closes of this owner are pending on this chain; wait for one to end" }),
-          )
-        case "NonceUsed":
-          return Effect.fail(
-            new StateConflict({ message: "this nonce was used by another close of the owner; prepare again" }),
-          )
-      }
-    }
-
-    const relayErrors = {
-      IdempotencyConflict: () =>
-        Effect.fail(new StateConflict({ message: "this close is already relayed with other calldata" })),
-      RelayerRejected: (e: { readonly reason: string }) => Effect.dieMessage(`close call not relayable: ${e.reason}`),
-    }
-
-    /** Submits a close's call to the order's escrow under its relay key (signed and managed closes alike). */
-    const relayClose = (escrow: OrderEscrow, relayKey: string, data: Hex, master: string) =>
-      relayer
-        .submit({ idempotencyKey: relayKey, venue: escrow.venue, to: escrow.address, data, master })
-        .pipe(Effect.catchTags(relayErrors))
+    /**
+     * Hands a close to its (owner, chain) queue's entity (actors/CloseQueue.ts), which accepts it in one
+     * transaction with its journal row and relayer request, and answers the escrow order, or the refusal
+     * (CLOSE_PENDING, CLOSE_LIMIT, STATE_CONFLICT); a queue that does not answer in time is a retryable 503.
+     */
+    const accept = (intent: CloseIntent) =>
+      Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
+        callEntity(
+          closeQueues(closeQueueId(intent.owner, intent.chainId))
+            .Enqueue(intent)
+            .pipe(RpcClient.withHeaders({ [REQUEST_ID_HEADER]: requestId })),
+          { what: "close" },
+        ),
+      ).pipe(Effect.flatMap(currentView))
 
     /** The row's escrow (configured: ownedOrder reads only the venue's configured escrows). */
     const escrowOfRow = (venue: VenueConfig, row: EscrowOrderRow) => {
@@ -398,30 +368,26 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           yield* closeable(venue, row, toMargin)
           const relayKey = `close:${offer.digest}`
           const data = closeWithSigCall(offer.escrow, offer.message, signature.right)
-          const outcome = yield* enqueueClose(
-            {
-              id: yield* randomUuid,
-              kind: "signed",
-              master: session.master,
-              venue: venue.id,
-              chainId: venue.chain_id,
-              escrow: offer.escrow.address,
-              escrowVersion: offer.escrow.version,
-              orderId: row.order_id,
-              owner,
-              amount: BigInt(row.available),
-              dex: payload.dex,
-              toMargin,
-              nonce: offer.message.nonce,
-              deadline,
-              digest: offer.digest,
-              signature: signature.right,
-              relayKey,
-              nowMs: yield* Clock.currentTimeMillis,
-            },
-            relayClose(offer.escrow, relayKey, data, session.master),
-          ).pipe(sqlDies)
-          return yield* answer(outcome)
+          return yield* accept({
+            id: yield* randomUuid,
+            kind: "signed",
+            master: session.master,
+            venue: venue.id,
+            chainId: venue.chain_id,
+            escrow: offer.escrow.address,
+            escrowVersion: offer.escrow.version,
+            orderId: row.order_id,
+            owner,
+            amount: BigInt(row.available),
+            dex: payload.dex,
+            toMargin,
+            nonce: offer.message.nonce,
+            deadline,
+            digest: offer.digest,
+            signature: signature.right,
+            relayKey,
+            data,
+          })
         }),
       )
       .handle("managedClose", ({ payload }) =>
@@ -464,30 +430,26 @@ export const EscrowHandlers = HttpApiBuilder.group(Api, "escrow", (handlers) =>
           const id = yield* randomUuid
           const relayKey = `close:managed:${id}`
           const data = operatorCloseCall(escrow, owner as Address, row.order_id as Hex, dex, toMargin)
-          const outcome = yield* enqueueClose(
-            {
-              id,
-              kind: "managed",
-              master: session.master,
-              venue: venue.id,
-              chainId: venue.chain_id,
-              escrow: escrow.address,
-              escrowVersion: escrow.version,
-              orderId: row.order_id,
-              owner,
-              amount: BigInt(row.available),
-              dex,
-              toMargin,
-              nonce: null,
-              deadline: null,
-              digest: null,
-              signature: null,
-              relayKey,
-              nowMs: yield* Clock.currentTimeMillis,
-            },
-            relayClose(escrow, relayKey, data, session.master),
-          ).pipe(sqlDies)
-          return yield* answer(outcome)
+          return yield* accept({
+            id,
+            kind: "managed",
+            master: session.master,
+            venue: venue.id,
+            chainId: venue.chain_id,
+            escrow: escrow.address,
+            escrowVersion: escrow.version,
+            orderId: row.order_id,
+            owner,
+            amount: BigInt(row.available),
+            dex,
+            toMargin,
+            nonce: null,
+            deadline: null,
+            digest: null,
+            signature: null,
+            relayKey,
+            data,
+          })
         }),
       )
   }),

@@ -14,15 +14,13 @@ import { appendJournal } from "./Journal.ts"
  * The close queue (migration 0010): one persisted queue per (owner, chain), the `closing` flag's state machine,
  * and its journal rows (`close.pending`, `close.final`, `close.reverted`, `close.expired`).
  *
- * Why a persisted queue and not a cluster entity per (owner, chain): the queue's only invariants are "at most 10
- * pending", "one pending close per order" and "same terms → same close", and all three are facts about rows.
- * Enforcing them in ONE SQL transaction that first locks the (owner, chain) row of `close_queues` makes them hold
- * across every process on the database, with the close row, its journal row and its TxRelayer request committed
- * together (there is no second copy in cluster message storage to reconcile after a crash, and no mailbox
- * ordering to rely on). The unique indexes (digest; escrow + owner + nonce; one pending per order) back the lock
- * up. What an entity would add — a place to run the transitions — is the CloseQueue singleton
- * (actors/CloseQueue.ts), which reads these rows and the relayer's outcomes, so a restart or a hand-over between
- * runners loses nothing.
+ * The queue's invariants — "at most 10 pending", "one pending close per order" and "same terms → same close" —
+ * are facts about rows. `enqueueClose` enforces them in ONE SQL transaction that first locks the (owner, chain)
+ * row of `close_queues`, so they hold across every process on the database, with the close row, its journal row
+ * and its TxRelayer request committed together. The unique indexes (digest; escrow + owner + nonce; one pending
+ * per order) back the lock up. It runs in the queue's entity (actors/CloseQueue.ts, one per (owner, chain)),
+ * which also runs the transitions (`settleCloses` restricted to its key) from these rows and the relayer's
+ * outcomes, so a restart or a move between runners loses nothing.
  */
 
 export interface CloseRow {
@@ -321,16 +319,24 @@ const markOrderClosed = (close: CloseRow, now: Date) =>
     }),
   )
 
+/** One (owner, chain) close queue: the key of its entity (actors/CloseQueue.ts), "owner:chainId". */
+export interface CloseQueueKey {
+  readonly owner: string
+  readonly chainId: number
+}
+
 /**
  * One pass of the close queue: every pending close (and every expired one whose transaction has since ended)
- * moves on from the relayer's outcome, the escrow index and the clock (`nowMs`). The index is the close's own
+ * moves on from the relayer's outcome, the escrow index and the clock (`nowMs`); only the closes of `key`'s
+ * (owner, chain) when given (the entity's pass), else all of them. The index is the close's own
  * escrow's: v1's escrow_closes and chain_status cursor, or v2's raw OrderClosed events (escrow_v2_events, which
  * has no closes table) and escrow_v2_cursor. Each transition is guarded
  * (applies only from the state read) and journaled in its own transaction. Returns the number of transitions.
  */
-export const settleCloses = (nowMs: number, limit = 500) =>
+export const settleCloses = (nowMs: number, limit = 500, key?: CloseQueueKey) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
+      const scope = key === undefined ? sql`true` : sql`c.owner = ${lower(key.owner)} and c.chain_id = ${key.chainId}`
       const open = yield* sql<OpenClose>`
         select ${sql.literal(C_COLS)},
           r.status as tx_status, r.tx_hash as r_tx_hash, r.block_number::text as tx_block,
@@ -353,7 +359,8 @@ export const settleCloses = (nowMs: number, limit = 500) =>
           select indexed_block from escrow_v2_cursor where c.escrow_version = 2 and venue = c.venue
           limit 1
         ) s on true
-        where c.state = 'pending' or (c.state = 'expired' and r.status in ('final', 'reverted', 'replaced'))
+        where (c.state = 'pending' or (c.state = 'expired' and r.status in ('final', 'reverted', 'replaced')))
+          and ${scope}
         order by c.created_at limit ${limit}`
       let moved = 0
       for (const r of open) {
@@ -363,6 +370,44 @@ export const settleCloses = (nowMs: number, limit = 500) =>
       }
       return moved
     }),
+  )
+
+/**
+ * What keeps a close queue busy: a pending close, or an expired one whose relayed transaction has not ended or
+ * whose end is not recorded yet (it ends final or reverted later). Both finish: a relayer request always ends.
+ */
+const OPEN = `(c.state = 'pending' or (c.state = 'expired' and exists (
+  select 1 from relayer_requests r where r.idempotency_key = c.relay_key)))`
+
+/** Whether the (owner, chain) queue still has a close to move on (its entity keeps looking while it has). */
+export const closeQueueOpen = (key: CloseQueueKey) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`select 1 from closes c
+      where c.owner = ${lower(key.owner)} and c.chain_id = ${key.chainId} and ${sql.literal(OPEN)} limit 1`.pipe(
+      Effect.map((rows) => rows.length > 0),
+    ),
+  )
+
+/** The (owner, chain) queues with a close to move on. */
+export const openCloseQueues = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ owner: string; chain_id: string }>`
+    select distinct c.owner, c.chain_id::text as chain_id from closes c where ${sql.literal(OPEN)} limit 10000`.pipe(
+    Effect.map((rows) => rows.map((r): CloseQueueKey => ({ owner: r.owner, chainId: Number(r.chain_id) }))),
+  ),
+)
+
+/** The queue of a close's relayer request (its idempotency key), if it is a close's. */
+export const closeQueueOfRelayKey = (relayKey: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ owner: string; chain_id: string }>`select owner, chain_id::text as chain_id from closes
+      where relay_key = ${relayKey} limit 1`.pipe(
+      Effect.map((rows) =>
+        Option.map(
+          Option.fromNullable(rows[0]),
+          (r): CloseQueueKey => ({ owner: r.owner, chainId: Number(r.chain_id) }),
+        ),
+      ),
+    ),
   )
 
 /** The closes of an owner on a chain that are pending (the queue's length). */

@@ -3,7 +3,7 @@ import { expect, layer } from "@effect/vitest"
 import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { runCloseQueue, sweepCloses } from "../../actors/CloseQueue.ts"
+import { closeQueueId, stepCloseQueue } from "../../actors/CloseQueue.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import {
@@ -34,7 +34,9 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 
 /**
  * Closes on two devnet chains, driven over HTTP as a browser app would (viem wallets sign what the API returns),
- * with the real VenueWatcher, TxRelayer and CloseQueue actors running, so every close reaches finality on chain.
+ * with the real VenueWatcher, TxRelayer and CloseQueue actors running (the close queues are entities on the test
+ * server's in-memory cluster, one per (owner, chain), which the close routes call), so every close reaches
+ * finality on chain.
  * Finality: 2 confirmations, a block mined every 250 ms on both chains.
  */
 
@@ -69,13 +71,12 @@ const entry = (c: TestChain, id: string) => {
   return v
 }
 
-/** The actors of a runner, in this process: watchers, relayers (pausable), the close queue, and a miner. */
+/** The actors of a runner, in this process: watchers, relayers (pausable) and a miner (close queues: TestHttpLive). */
 const actors = (hl: TestChain, aster: TestChain) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     const scope = yield* Effect.scope
     for (const v of deployment.venues) yield* Effect.forkIn(runVenueWatcher(v), scope)
-    yield* Effect.forkIn(runCloseQueue, scope)
     yield* Effect.forkIn(
       Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
         Effect.zipRight(Effect.sleep("250 millis")),
@@ -792,7 +793,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("closes", (it
         false,
       ])
 
-      // The close queue's clock one hour and one minute later (plus a second): every pending close expires.
+      // The close queue's clock one hour and one minute later (plus a second): every pending close expires. One
+      // pass of the owner's Aster queue (the entity's step) at that time.
       const now = yield* Clock.currentTimeMillis
       const later = now + (3600 + 61) * 1000
       const live = Clock.make()
@@ -804,7 +806,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("closes", (it
         currentTimeNanos: Effect.succeed(BigInt(later) * 1_000_000n),
         sleep: (d) => live.sleep(d),
       }
-      yield* sweepCloses.pipe(Effect.withClock(shifted))
+      yield* stepCloseQueue(closeQueueId(u.who.address, 42161)).pipe(Effect.withClock(shifted))
       const expired = yield* escrowOf(u)
       expect(ids.map((id) => rowOf(expired, "aster", id)?.closing)).toEqual(ids.map(() => false))
       for (const id of ids.slice(0, 10)) {

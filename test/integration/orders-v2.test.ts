@@ -3,7 +3,6 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { runCloseQueue } from "../../actors/CloseQueue.ts"
 import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
@@ -123,7 +122,7 @@ const background = Effect.gen(function* () {
     ),
   )
   const actors = yield* Effect.fork(
-    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runCloseQueue, runWithdrawalDesk], {
+    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runWithdrawalDesk], {
       concurrency: "unbounded",
     }),
   )

@@ -3,7 +3,6 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { Hex } from "viem"
-import { runCloseQueue } from "../../actors/CloseQueue.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
@@ -21,7 +20,7 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 /**
  * Issue 17 item 3: one request's trace, exported by the service's real OTLP exporter (OtlpTracer, JSON over
  * HTTP) to an in-memory collector in this test. The request is an owner's signed close (POST /v1/escrow/close)
- * on a devnet chain with the watcher, the CloseQueue and the TxRelayer running: its trace runs from the route's
+ * on a devnet chain with the watcher, the CloseQueue (an entity on the test server's cluster) and the TxRelayer running: its trace runs from the route's
  * server span (with the request id) through `relayer.submit` and its SQL transaction, into the TxRelayer's
  * `relayer.sent` (another fiber: parented through the traceparent stored on the relayer row), which carries the
  * transaction's hash. (A take's lock is relayed by the Settlement sweep, which no request's span reaches.)
@@ -113,7 +112,6 @@ const Live = Layer.unwrapScoped(
         yield* Effect.forkScoped(runVenueWatcher(v))
         yield* Effect.forkScoped(runTxRelayer(v))
       }
-      yield* Effect.forkScoped(runCloseQueue)
       yield* Effect.forkScoped(
         Effect.promise(() => hl.test.mine({ blocks: 1 })).pipe(
           Effect.zipRight(Effect.sleep("250 millis")),
