@@ -1,8 +1,8 @@
 import { Layer } from "effect"
 import { CloseQueueLive } from "./CloseQueue.ts"
 import { JournalPublisherLive } from "./JournalPublisher.ts"
-import { LeaseKeeperLive } from "./LeaseKeeper.ts"
 import { OrderFundingLive } from "./OrderFunding.ts"
+import { QuoteIdentityLeaseLive } from "./QuoteIdentityLease.ts"
 import { SettlementLive } from "./Settlement.ts"
 import { TransferDeskLive } from "./TransferDesk.ts"
 import { TxRelayersLive } from "./TxRelayer.ts"
@@ -18,7 +18,7 @@ import { WithdrawalDeskLive } from "./WithdrawalDesk.ts"
  */
 export const ActorsLive = Layer.mergeAll(
   JournalPublisherLive,
-  LeaseKeeperLive,
+  QuoteIdentityLeaseLive,
   OrderFundingLive,
   VenueWatchersLive,
   TxRelayersLive,

@@ -5,12 +5,12 @@ import { SignatureHex } from "./AuthApi.ts"
 import {
   Forbidden,
   NotFound,
+  ServiceUnavailable,
   SignatureInvalid,
   SignatureMalformed,
   SignatureMalleable,
   StateConflict,
 } from "./Errors.ts"
-import { LeaseAuthentication } from "./LeaseAuthentication.ts"
 import { RequestBody } from "./RequestBody.ts"
 import { Authentication } from "./Security.ts"
 
@@ -60,7 +60,7 @@ const TypedData = Schema.Struct({
   message: Schema.Unknown,
 })
 
-/** The renewal's body; LeaseAuthenticationLive decodes it with this same schema before the framework does. */
+/** The renewal's body. */
 export const LeaseRequest = RequestBody("LeaseRequest", { ttl_seconds: Schema.Int.pipe(Schema.between(5, 120)) })
 
 /** Quote identities, maker credentials and the lease dead-man switch. */
@@ -149,9 +149,6 @@ export class MakersApi extends HttpApiGroup.make("makers")
           "Reserved settlements continue. Irreversible.",
       ),
   )
-  // Every route above authenticates in the middleware; the renewal below authenticates an mk_ bearer in its
-  // own statement (LeaseAuthentication), so it is added after.
-  .middlewareEndpoints(Authentication)
   .add(
     HttpApiEndpoint.put("renewLease", "/v1/quote-identities/:id/lease")
       .setPath(Schema.Struct({ id: Uuid }))
@@ -160,10 +157,11 @@ export class MakersApi extends HttpApiGroup.make("makers")
       .addError(Forbidden)
       .addError(NotFound)
       .addError(StateConflict)
-      .middleware(LeaseAuthentication)
+      .addError(ServiceUnavailable)
       .annotate(
         OpenApi.Description,
         "Renews the lease (database time). Before expiry the generation is kept; after it, it advances.",
       ),
   )
+  .middlewareEndpoints(Authentication)
   .annotate(OpenApi.Title, "Makers") {}

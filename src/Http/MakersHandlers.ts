@@ -6,21 +6,21 @@ import { NotFound, SignatureInvalid, StateConflict } from "../Domain/Errors.ts"
 import { CurrentPrincipal } from "../Domain/Principal.ts"
 import { quoteIdentityRegistrationTypedData } from "../Domain/QuoteIdentityRegistration.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { QuoteIdentityLease } from "../QuoteIdentities/LeaseEntity.ts"
 import { randomBase64Url, randomUuid, sha256 } from "../SecureRandom.ts"
 import { type CredentialRow, insertCredential, listCredentials, rotateCredential } from "../Store/Credentials.ts"
 import {
   findQuoteIdentity,
   insertCredentialIdentity,
   type QuoteIdentityRow,
-  renewLease,
   resumeFadedIdentity,
   revokeCredentialAndIdentity,
 } from "../Store/QuoteIdentities.ts"
 import { identityFades } from "../Store/SettlementV2.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
+import { callEntity } from "./EntityCall.ts"
 import { requireScope, requireSession } from "./Guards.ts"
-import { LeaseCaller } from "./LeaseAuthentication.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 /** Settlement v2's fade record of the identity's current window (src/Store/SettlementV2.ts identityFades). */
@@ -85,6 +85,7 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
     const { deployment } = yield* AppConfig
     const { chainId } = siweSettings(deployment)
     const escrow = deployment.venues.find((v) => v.chain_id === chainId)?.escrow ?? deployment.venues[0].escrow
+    const lease = yield* QuoteIdentityLease.client
     const registration = (master: string, signer: string) =>
       quoteIdentityRegistrationTypedData({ chainId, verifyingContract: escrow, master, signer })
     return handlers
@@ -139,36 +140,23 @@ export const MakersHandlers = HttpApiBuilder.group(Api, "makers", (handlers) =>
       )
       .handle("renewLease", ({ path, payload }) =>
         Effect.gen(function* () {
+          // Authenticated and charged by the middleware; the renewal itself runs in the identity's lease entity
+          // (actors/QuoteIdentityLease.ts), whose answer is the reply. A credential renews only its own identity
+          // (no query for another); a session only its master's.
           const id = path.id.toLowerCase()
-          // An mk_ renewal was usually made already, in the statement that authenticated it (LeaseAuthenticationLive).
-          const caller = yield* LeaseCaller
-          if (caller._tag === "Revoked") return yield* new StateConflict({ message: "this quote identity is revoked" })
-          if (caller._tag === "Renewed") {
-            return { identity_id: id, generation: caller.generation, expires_at: caller.lease_expires_at.toISOString() }
-          }
-          // One round trip: visibility, the revoked check and the renewal are one statement. A credential sees
-          // only its own identity (no query for another); a session only its master's.
-          const principal = yield* requireScope("quote").pipe(Effect.provideService(CurrentPrincipal, caller.principal))
+          const principal = yield* requireScope("quote")
           if (principal._tag !== "Session" && principal.quoteIdentityId !== id) {
             return yield* new NotFound({ message: "no such quote identity" })
           }
-          const renewed = yield* renewLease(
-            id,
-            payload.ttl_seconds,
-            principal._tag === "Session" ? principal.master : null,
-          ).pipe(Effect.orDie)
-          switch (renewed._tag) {
-            case "NotFound":
-              return yield* new NotFound({ message: "no such quote identity" })
-            case "Revoked":
-              return yield* new StateConflict({ message: "this quote identity is revoked" })
-            case "Renewed":
-              return {
-                identity_id: id,
-                generation: renewed.generation,
-                expires_at: renewed.lease_expires_at.toISOString(),
-              }
-          }
+          // Bounded at 2 s (a renewal is one statement): a timeout or a cluster failure is a retryable 503.
+          const renewed = yield* callEntity(
+            lease(id).Renew({
+              ttlSeconds: payload.ttl_seconds,
+              master: principal._tag === "Session" ? principal.master : null,
+            }),
+            { timeout: "2 seconds", what: "lease renewal" },
+          )
+          return { identity_id: id, generation: renewed.generation, expires_at: renewed.expires_at }
         }),
       )
       .handle("createCredential", ({ payload }) =>

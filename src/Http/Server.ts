@@ -21,7 +21,6 @@ import { EscrowHandlers } from "./EscrowHandlers.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { HealthHandlers } from "./HealthHandlers.ts"
 import { InfoHandlers } from "./InfoHandlers.ts"
-import { LeaseAuthenticationLive } from "./LeaseAuthenticationLive.ts"
 import { MakersHandlers } from "./MakersHandlers.ts"
 import { MarketHandlers } from "./MarketHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -47,7 +46,6 @@ export const HandlersLive = Layer.mergeAll(
   MarketHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
-  Layer.provide(LeaseAuthenticationLive),
   Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),
   Layer.provide(CredentialResolverLive),

@@ -1,7 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { appendJournal } from "./Journal.ts"
-import { takeTokenStatement } from "./RateLimiter.ts"
 import { identityFades } from "./SettlementV2.ts"
 
 export interface QuoteIdentityRow {
@@ -51,7 +50,13 @@ export const findQuoteIdentity = (id: string) =>
   )
 
 export type RenewOutcome =
-  | { readonly _tag: "Renewed"; readonly generation: string; readonly lease_expires_at: Date }
+  | {
+      readonly _tag: "Renewed"
+      readonly generation: string
+      readonly lease_expires_at: Date
+      /** Database time left until the expiry (the TTL, less nothing: `now()` is the statement's). */
+      readonly remaining_ms: number
+    }
   | { readonly _tag: "NotFound" }
   | { readonly _tag: "Revoked" }
 
@@ -67,15 +72,21 @@ export type RenewOutcome =
  */
 export const renewLease = (id: string, ttlSeconds: number, master: string | null = null) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ found: boolean; generation: string | null; lease_expires_at: Date | null }>`
+    sql<{ found: boolean; generation: string | null; lease_expires_at: Date | null; remaining_ms: number | null }>`
       with ${renewalCtes(sql, id, ttlSeconds, sql`(${master}::text is null or master = ${master})`)}
       select exists (select 1 from quote_identities
                      where id = ${id} and (${master}::text is null or master = ${master})) as found,
-             r.generation::text as generation, r.lease_expires_at
+             r.generation::text as generation, r.lease_expires_at,
+             (extract(epoch from r.lease_expires_at - now()) * 1000)::float8 as remaining_ms
       from (select 1) one left join renewed r on true`.pipe(
       Effect.map(([row]): RenewOutcome => {
         if (row?.generation != null && row.lease_expires_at !== null) {
-          return { _tag: "Renewed", generation: row.generation, lease_expires_at: row.lease_expires_at }
+          return {
+            _tag: "Renewed",
+            generation: row.generation,
+            lease_expires_at: row.lease_expires_at,
+            remaining_ms: row.remaining_ms ?? 0,
+          }
         }
         return row?.found ? { _tag: "Revoked" } : { _tag: "NotFound" }
       }),
@@ -84,8 +95,7 @@ export const renewLease = (id: string, ttlSeconds: number, master: string | null
 
 /**
  * The renewal as two CTEs, `renewed` (generation, lease_expires_at of the renewed identity; no row
- * when it is revoked or `condition` fails) and the deactivation of older-generation sets. Shared by
- * renewLease and renewLeaseWithCredential, which adds its own condition.
+ * when it is revoked or `condition` fails) and the deactivation of older-generation sets (renewLease).
  */
 export const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: number, condition: Statement.Fragment) =>
   sql`renewed as (
@@ -101,45 +111,6 @@ export const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: nu
         from renewed r
         where s.quote_identity_id = ${id} and s.active and s.identity_generation < r.generation
       )`
-
-export type CredentialRenewOutcome =
-  | { readonly _tag: "Renewed"; readonly generation: string; readonly lease_expires_at: Date }
-  /** Charged, but the identity was revoked in between (a revocation won the row lock). */
-  | { readonly _tag: "Revoked" }
-  /** Nothing happened: no live credential with the quote scope bound to `id`, or its budget is empty. */
-  | { readonly _tag: "Skipped" }
-
-/**
- * A lease renewal by an `mk_` bearer in one statement: the live credential by its token hash, with
- * the quote scope and bound to `id`; one token of its request budget (as the HTTP middleware takes
- * it, takeTokenStatement); and the renewal (renewalCtes). When the credential does not qualify or
- * its budget is empty nothing is written, so the caller can authenticate the bearer the ordinary way
- * (one charge), which answers the precise error (src/Http/LeaseAuthenticationLive.ts).
- */
-export const renewLeaseWithCredential = (p: {
-  readonly tokenHash: Buffer
-  readonly id: string
-  readonly ttlSeconds: number
-  readonly bucket: { readonly rate: number; readonly burst: number }
-}) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ charged: boolean; generation: string | null; lease_expires_at: Date | null }>`
-      with c as (
-        select id from credentials
-        where token_hash = ${p.tokenHash} and revoked_at is null and quote_identity_id = ${p.id}
-          and 'quote' = any (scopes)
-      ), taken as (
-        ${takeTokenStatement(sql, sql`select 'credential:' || id::text as key from c`, p.bucket)}
-      ), ${renewalCtes(sql, p.id, p.ttlSeconds, sql`exists (select 1 from taken)`)}
-      select exists (select 1 from taken) as charged, r.generation::text as generation, r.lease_expires_at
-      from (select 1) one left join renewed r on true`.pipe(
-      Effect.map(([row]): CredentialRenewOutcome => {
-        if (!row?.charged) return { _tag: "Skipped" }
-        if (row.generation === null || row.lease_expires_at === null) return { _tag: "Revoked" }
-        return { _tag: "Renewed", generation: row.generation, lease_expires_at: row.lease_expires_at }
-      }),
-    ),
-  )
 
 /**
  * Revokes a credential and its identity atomically: bearer revoked, lease expired, generation
@@ -179,33 +150,65 @@ export const deactivateQuoteSets = (identityId: string, reason: string) =>
       where quote_identity_id = ${identityId} and active`,
   )
 
+export type ExpiryOutcome =
+  /** This call journaled the expiry of `generation` (and deactivated its sets). */
+  | { readonly _tag: "Expired"; readonly generation: string }
+  /** The lease of `generation` is live for `remaining_ms` more (database time): look again then. */
+  | {
+      readonly _tag: "Live"
+      readonly generation: string
+      readonly expires_at: Date
+      readonly remaining_ms: number
+    }
+  /** Nothing to do: unknown, revoked or browser identity, or this generation's expiry is journaled already. */
+  | { readonly _tag: "Done" }
+
 /**
- * The dead-man switch firing: every credential identity whose lease ended by `nowMs` gets its
- * quote sets deactivated and one `quote_identity.lease_expired` event per generation. Accepted
- * fills and on-chain signatures are not touched.
+ * The dead-man switch firing for one identity (the lease entity, actors/QuoteIdentityLease.ts): when its lease
+ * ended by `atMs` (database time when absent), one guarded UPDATE marks the generation's expiry journaled
+ * (once per generation, whoever runs it and however often), with its quote sets deactivated and one
+ * `quote_identity.lease_expired` event, all in one transaction; `runner` is recorded as the one that did it.
+ * Accepted fills and on-chain signatures are not touched. Otherwise it answers how long the lease still runs.
  */
-export const expireLeases = (nowMs: number) =>
+export const expireLease = (p: { readonly id: string; readonly runner: string | null; readonly atMs?: number }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const expired = yield* sql<{ id: string; master: string; generation: string; lease_expires_at: Date }>`
-          update quote_identities set lease_expiry_journaled_generation = generation
-          where kind = 'credential' and revoked_at is null and lease_expires_at <= ${new Date(nowMs)}
+        const at = p.atMs === undefined ? null : new Date(p.atMs)
+        const [expired] = yield* sql<{ master: string; generation: string; lease_expires_at: Date }>`
+          update quote_identities set lease_expiry_journaled_generation = generation, lease_expired_by = ${p.runner}
+          where id = ${p.id} and kind = 'credential' and revoked_at is null
+            and lease_expires_at <= coalesce(${at}::timestamptz, now())
             and lease_expiry_journaled_generation is distinct from generation
-          returning id, master, generation::text, lease_expires_at`
-        for (const row of expired) {
-          yield* deactivateQuoteSets(row.id, "lease_expired")
+          returning master, generation::text, lease_expires_at`
+        if (expired !== undefined) {
+          yield* deactivateQuoteSets(p.id, "lease_expired")
           yield* appendJournal({
             kind: "quote_identity.lease_expired",
-            master: row.master,
+            master: expired.master,
             payload: {
-              identity_id: row.id,
-              generation: row.generation,
-              expires_at: row.lease_expires_at.toISOString(),
+              identity_id: p.id,
+              generation: expired.generation,
+              expires_at: expired.lease_expires_at.toISOString(),
             },
           })
+          return { _tag: "Expired", generation: expired.generation } satisfies ExpiryOutcome as ExpiryOutcome
         }
-        return expired.length
+        const [live] = yield* sql<{ generation: string; lease_expires_at: Date; remaining_ms: number }>`
+          select generation::text as generation, lease_expires_at,
+                 (extract(epoch from lease_expires_at - coalesce(${at}::timestamptz, now())) * 1000)::float8
+                   as remaining_ms
+          from quote_identities
+          where id = ${p.id} and kind = 'credential' and revoked_at is null
+            and lease_expiry_journaled_generation is distinct from generation`
+        return live === undefined || live.remaining_ms <= 0
+          ? ({ _tag: "Done" } as ExpiryOutcome)
+          : ({
+              _tag: "Live",
+              generation: live.generation,
+              expires_at: live.lease_expires_at,
+              remaining_ms: live.remaining_ms,
+            } as ExpiryOutcome)
       }),
     ),
   )

@@ -189,7 +189,6 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("cluster supe
         const expected = [
           "close-queue",
           "journal-publisher",
-          "lease-keeper",
           "order-funding",
           "settlement",
           "transfer-desk",

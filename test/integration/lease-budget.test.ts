@@ -1,6 +1,6 @@
 /**
- * The request budget of an `mk_` credential, taken in the same statement that authenticates it (a renewal's
- * one statement, renewLeaseWithCredential; else chargeLiveCredential): a burst, then 429 with Retry-After and
+ * The request budget of an `mk_` credential, taken in the same statement that authenticates it
+ * (chargeLiveCredential): a burst, then 429 with Retry-After and
  * nothing renewed; budgets per credential; an unknown or revoked bearer is refused without being charged; the
  * bucket refills. Each refusal is the framework's envelope: request_id equal to x-request-id, CORS headers.
  */

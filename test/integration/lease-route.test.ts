@@ -1,8 +1,8 @@
 /**
- * PUT /v1/quote-identities/{id}/lease through the framework (it once had a raw fast path ahead of it). A plain
- * mk_ renewal is authenticated, charged and renewed in one statement inside the route
- * (src/Http/LeaseAuthenticationLive.ts); every other request is authenticated as on every route and answered
- * by the handler. Either way: the same body, status and headers on both JSON content types, CORS and the
+ * PUT /v1/quote-identities/{id}/lease through the framework (it once had a raw fast path ahead of it). Every
+ * request is authenticated and charged as on every route (mk_ in one statement); the handler checks the scope and
+ * the binding and the renewal runs in the identity's lease entity (actors/QuoteIdentityLease.ts), whose answer
+ * is the reply. On every answer: the same body, status and headers on both JSON content types, CORS and the
  * request id on every answer (request_id in an envelope equal to x-request-id), one charge per authenticated
  * request, the bearer checked before the body.
  */

@@ -1,0 +1,151 @@
+import { Entity } from "@effect/cluster"
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, FiberHandle, Layer, Schedule } from "effect"
+import { NotFound, StateConflict } from "../src/Domain/Errors.ts"
+import { BackstopAt, QuoteIdentityLease } from "../src/QuoteIdentities/LeaseEntity.ts"
+import { expireLease, renewLease } from "../src/Store/QuoteIdentities.ts"
+
+/** An entity without messages stops after this: longer than the longest lease (120 s), so a timer always fires. */
+export const LEASE_MAX_IDLE = Duration.minutes(3)
+/** Leases further away than this are not timed: a browser identity's lease is the far future. */
+const TIMED_WITHIN_MS = Duration.toMillis(Duration.days(1))
+/** Between failed expiry attempts (the database did not answer): 0.2 s doubling, at most 5 s. */
+const RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
+
+/**
+ * The lease of one quote identity (protocol: src/QuoteIdentities/LeaseEntity.ts; DESIGN §4). The database is
+ * the truth; the entity only keeps the timer and which generation's backstop it wrote.
+ *
+ * - `Renew` runs the renewal's one statement (renewLease) and answers it. The lease then ends, unless renewed
+ *   again, `remaining_ms` later in database time: the entity sleeps that long in memory (the timer of the last
+ *   renewal replaces the previous one) and runs the expiry: one guarded UPDATE and its journal row per
+ *   generation (expireLease), on the runner that hosts the identity.
+ * - When a generation starts (first renewal this instance sees of it), one persisted `Backstop` is written for
+ *   the expiry, keyed by the generation (written again by a new instance, it is the same row). If the runner
+ *   dies, the shard's next owner delivers it when due; it expires the lease, or finds it renewed and re-arms
+ *   itself (keyed generation@expiry) and the timer. Renewals never write a message: one row per generation and
+ *   at most one per lease period while the backstop finds the lease renewed.
+ * - Idle time (LEASE_MAX_IDLE) is longer than the longest lease, so the timer of the last renewal fires.
+ */
+const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
+  Effect.gen(function* () {
+    const { entityId: id } = yield* Entity.CurrentAddress
+    const runnerAddress = yield* Entity.CurrentRunnerAddress
+    const runner = `${runnerAddress.host}:${runnerAddress.port}`
+    const self = (yield* QuoteIdentityLease.client)(id)
+    const timer = yield* FiberHandle.make()
+    const sql = yield* SqlClient.SqlClient
+    /** The generation whose backstop this instance wrote (or found written). */
+    let backstopOf: string | null = null
+
+    const annotate = Effect.annotateLogs({ actor: "quote-identity-lease", identity: id })
+
+    /** One expiry attempt; the transaction is never cut by a renewal's new timer (it waits for it). */
+    const expireOnce = Effect.uninterruptible(expireLease({ id, runner })).pipe(
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.tap((outcome) =>
+        outcome._tag === "Expired"
+          ? Effect.logInfo("quote identity lease expired").pipe(
+              Effect.annotateLogs({ generation: outcome.generation, runner }),
+            )
+          : Effect.void,
+      ),
+    )
+
+    /** The in-memory timer: at the expiry, expire; a lease found still live (renewed meanwhile) is slept again. */
+    const expireAfter = (ms: number): Effect.Effect<void> =>
+      Effect.sleep(Duration.millis(Math.max(0, ms))).pipe(
+        Effect.zipRight(
+          expireOnce.pipe(
+            Effect.tapErrorCause((cause) => Effect.logWarning("lease expiry failed; retrying", cause)),
+            Effect.retry(RETRY),
+            Effect.orDie,
+          ),
+        ),
+        Effect.flatMap((outcome) => (outcome._tag === "Live" ? expireAfter(outcome.remaining_ms) : Effect.void)),
+        annotate,
+      )
+    const arm = (ms: number) => FiberHandle.run(timer, expireAfter(ms))
+
+    /** Writes the persisted backstop, due in `ms` (`key` de-duplicates it). */
+    const writeBackstop = (key: string, generation: string, ms: number) =>
+      Effect.gen(function* () {
+        const at = (yield* Clock.currentTimeMillis) + Math.max(0, ms)
+        yield* self.Backstop(new BackstopAt({ key, generation, at }), { discard: true })
+        backstopOf = generation
+      })
+
+    return QuoteIdentityLease.of({
+      Renew: ({ payload }) =>
+        Effect.gen(function* () {
+          const renewed = yield* renewLease(id, payload.ttlSeconds, payload.master).pipe(Effect.orDie)
+          if (renewed._tag === "NotFound") return yield* new NotFound({ message: "no such quote identity" })
+          if (renewed._tag === "Revoked") return yield* new StateConflict({ message: "this quote identity is revoked" })
+          if (renewed.remaining_ms < TIMED_WITHIN_MS) {
+            yield* arm(renewed.remaining_ms)
+            // A failure is logged and not the renewal's: the timer runs, and the next renewal writes it again.
+            if (backstopOf !== renewed.generation) {
+              yield* writeBackstop(renewed.generation, renewed.generation, renewed.remaining_ms).pipe(
+                Effect.catchAllCause((cause) => Effect.logWarning("lease backstop not written", cause)),
+                annotate,
+              )
+            }
+          }
+          return { generation: renewed.generation, expires_at: renewed.lease_expires_at.toISOString() }
+        }),
+      Backstop: ({ payload }) =>
+        Effect.gen(function* () {
+          const outcome = yield* expireOnce.pipe(Effect.orDie)
+          if (outcome._tag !== "Live") return
+          // Renewed since: re-arm this generation's backstop at the current expiry, or make sure a newer
+          // generation has its own; and time the expiry in memory here (this may be a new instance).
+          // A failed write dies: this message is then delivered again (at least once) and writes it then.
+          const { generation, remaining_ms } = outcome
+          if (generation === payload.generation) {
+            yield* writeBackstop(`${generation}@${outcome.expires_at.getTime()}`, generation, remaining_ms)
+          } else if (backstopOf !== generation) {
+            yield* writeBackstop(generation, generation, remaining_ms)
+          }
+          yield* arm(remaining_ms)
+        }).pipe(Effect.orDie, annotate),
+    })
+  }),
+  { maxIdleTime: LEASE_MAX_IDLE },
+)
+
+/**
+ * At each runner's start: every credential identity whose current generation's expiry is not journaled yet gets
+ * that generation's backstop (the same row when it exists: nothing new), so leases renewed before the lease was an
+ * entity, or whose runner died between the renewal and its backstop, still expire. Idempotent, on every runner.
+ */
+const adoptLeases = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const lease = yield* QuoteIdentityLease.client
+  const rows = yield* sql<{ id: string; generation: string; remaining_ms: number }>`
+    select id, generation::text as generation,
+           greatest(0, extract(epoch from lease_expires_at - now()) * 1000)::float8 as remaining_ms
+    from quote_identities
+    where kind = 'credential' and revoked_at is null and generation > 0
+      and lease_expiry_journaled_generation is distinct from generation`
+  const now = yield* Clock.currentTimeMillis
+  yield* Effect.forEach(
+    rows,
+    (row) =>
+      lease(row.id).Backstop(
+        new BackstopAt({ key: row.generation, generation: row.generation, at: now + row.remaining_ms }),
+        { discard: true },
+      ),
+    { concurrency: 8, discard: true },
+  )
+  if (rows.length > 0) yield* Effect.logInfo(`quote identity leases adopted: ${rows.length}`)
+}).pipe(
+  Effect.tapErrorCause((cause) => Effect.logWarning("lease adoption failed; retrying", cause)),
+  Effect.retry(RETRY),
+  Effect.annotateLogs({ actor: "quote-identity-lease" }),
+)
+
+/** The lease entity, registered on this runner, and the adoption of leases at start (in the background). */
+export const QuoteIdentityLeaseLive = Layer.merge(
+  QuoteIdentityLeaseEntityLive,
+  Layer.scopedDiscard(Effect.forkScoped(adoptLeases)),
+)
