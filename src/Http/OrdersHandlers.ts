@@ -3,6 +3,7 @@ import { Clock, Effect, Either, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { wakeIfClustered } from "../../actors/KeyedWakes.ts"
 import { OrderFunding } from "../../actors/OrderFunding.ts"
+import { WithdrawalDesk, withdrawalDeskId } from "../../actors/WithdrawalDesk.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../Chain/FundCall.ts"
 import { fundOrderTypedDataOn, newOrderEscrowVersion, orderEscrow } from "../Chain/OrderEscrow.ts"
@@ -375,6 +376,8 @@ const queueVenueTransfer = (
         yield* markAwaitingMargin(order.id, signatures, outcome.row.id, now).pipe(Effect.orDie)
         // Committed: the order's OrderFunding entity relays fund once the withdrawal landed (a wake, as above).
         yield* wakeIfClustered(OrderFunding, order.id)
+        // …and the account's withdrawal desk relays the venue transfer it queued.
+        yield* wakeIfClustered(WithdrawalDesk, withdrawalDeskId(prep.value.venue, prep.value.address))
         return yield* orderView(Option.getOrThrow(yield* findOrder(order.id).pipe(Effect.orDie)))
     }
   })

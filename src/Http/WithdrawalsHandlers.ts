@@ -1,8 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Clock, Effect, Either, Option, Redacted } from "effect"
+import { RpcClient } from "@effect/rpc"
+import { Effect, Either, FiberRef, Option, Redacted } from "effect"
 import type { Hex } from "viem"
+import { REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
+import { WithdrawalDesk, withdrawalDeskId } from "../../actors/WithdrawalDesk.ts"
 import { AppConfig } from "../Config.ts"
-import { ChallengeExpired, InvalidRequest, NotFound, SignatureInvalid, WithdrawalPending } from "../Domain/Errors.ts"
+import { InvalidRequest, NotFound, SignatureInvalid } from "../Domain/Errors.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
@@ -11,16 +14,18 @@ import { decodeHistoryCursor, encodeHistoryCursor, historyCursorKey } from "../D
 import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import {
-  createWithdrawal,
   findPreparationByDigest,
   findWithdrawal,
   historyPage,
   type WithdrawalRow,
+  withdrawalOfPreparation,
 } from "../Store/Withdrawals.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Api } from "./Api.ts"
+import { callEntity } from "./EntityCall.ts"
 import { requireAccess, requireSession } from "./Guards.ts"
 import { linkedAccountOn, prepareWithdrawal } from "./PrepareWithdrawal.ts"
+import { CurrentRequestId } from "./RequestId.ts"
 import { shapeFailure } from "./SignatureFailure.ts"
 
 /**
@@ -49,6 +54,7 @@ const NOT_PREPARED =
 export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (handlers) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
+    const desks = yield* WithdrawalDesk.client
     const cursorKey = historyCursorKey(Buffer.from(Redacted.value(deployment.operator_key).slice(2), "hex"))
 
     return handlers
@@ -102,27 +108,20 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
               message: `the typed data must be signed by the linked address ${prep.address}`,
             })
           }
-          const now = yield* Clock.currentTimeMillis
-          const outcome = yield* createWithdrawal({
-            id: yield* randomUuid,
-            preparation: prep,
-            signature,
-            nowMs: now,
-            expired: prep.expires_at.getTime() <= now,
-          }).pipe(Effect.orDie)
-          switch (outcome._tag) {
-            case "Created":
-            case "Existing":
-              return withdrawalView(outcome.row)
-            case "Expired":
-              return yield* new ChallengeExpired({ message: "the preparation expired; prepare and sign again" })
-            case "NotLinked":
-              return yield* new NotFound({ message: `the account that prepared this withdrawal is no longer linked` })
-            case "Pending":
-              return yield* new WithdrawalPending({
-                message: `withdrawal ${outcome.id} on ${payload.venue} is still open; it must resolve first`,
-              })
-          }
+          // The same preparation submitted again (a lost response): the withdrawal it made, whatever happened since.
+          const made = yield* withdrawalOfPreparation(prep.id).pipe(Effect.orDie)
+          if (Option.isSome(made)) return withdrawalView(made.value)
+          // A new intent: the account's desk (actors/WithdrawalDesk.ts) queues it in one transaction and answers.
+          const requestId = yield* FiberRef.get(CurrentRequestId)
+          const accepted = yield* callEntity(
+            desks(withdrawalDeskId(prep.venue, prep.address))
+              .Submit({ id: yield* randomUuid, digest: digest.right, signature })
+              .pipe(RpcClient.withHeaders({ [REQUEST_ID_HEADER]: requestId })),
+            { what: "withdrawal" },
+          )
+          const row = yield* findWithdrawal(accepted.id).pipe(Effect.orDie)
+          if (Option.isNone(row)) return yield* Effect.dieMessage(`withdrawal ${accepted.id} accepted but not found`)
+          return withdrawalView(row.value)
         }),
       )
       .handle("get", ({ path }) =>

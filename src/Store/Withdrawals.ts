@@ -338,29 +338,59 @@ export const historyPage = (master: string, after: HistoryPosition | undefined, 
   )
 
 // ---------------------------------------------------------------------------------------------
-// The desk's queries
+// The desk's queries: one venue account's rows (the desk entity's key, actors/WithdrawalDesk.ts)
 // ---------------------------------------------------------------------------------------------
 
-export const queuedWithdrawals = (limit: number) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) =>
-      sql<WithdrawalRow>`
-        select ${COLUMNS(sql)} from withdrawals where state = 'queued' order by created_at, id limit ${limit}`,
-  )
+/** A venue account: the key of its withdrawal desk. */
+export interface VenueAccount {
+  readonly venue: string
+  /** Lowercase, as stored. */
+  readonly address: string
+}
 
-export const dueUnknownWithdrawals = (nowMs: number, limit: number) =>
+export const queuedWithdrawals = (account: VenueAccount, limit: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) =>
       sql<WithdrawalRow>`
         select ${COLUMNS(sql)} from withdrawals
-        where state = 'unknown' and (next_check_at is null or next_check_at <= ${new Date(nowMs)})
+        where venue = ${account.venue} and address = ${account.address} and state = 'queued'
+        order by created_at, id limit ${limit}`,
+  )
+
+export const dueUnknownWithdrawals = (account: VenueAccount, nowMs: number, limit: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<WithdrawalRow>`
+        select ${COLUMNS(sql)} from withdrawals
+        where venue = ${account.venue} and address = ${account.address}
+          and state = 'unknown' and (next_check_at is null or next_check_at <= ${new Date(nowMs)})
         order by next_check_at nulls first, created_at limit ${limit}`,
   )
 
-/** Rows left `submitting` by an earlier desk (a crash, a hand-over). */
-export const submittingWithdrawals = Effect.flatMap(
-  SqlClient.SqlClient,
-  (sql) => sql<WithdrawalRow>`select ${COLUMNS(sql)} from withdrawals where state = 'submitting' order by created_at`,
+/** The account's rows left `submitting` (by an earlier desk: a crash, a move; or by a send in flight). */
+export const submittingWithdrawals = (account: VenueAccount) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<WithdrawalRow>`
+      select ${COLUMNS(sql)} from withdrawals
+      where venue = ${account.venue} and address = ${account.address} and state = 'submitting'
+      order by created_at`,
+  )
+
+/** Whether the account has a queued, submitting or unknown withdrawal (its desk keeps looking while it has). */
+export const accountHasOpenWithdrawal = (account: VenueAccount) =>
+  Effect.map(openWithdrawalOf(account.venue, account.address), Option.isSome)
+
+/** The venue accounts with an open withdrawal (the partial unique index withdrawals_one_open holds them). */
+export const accountsWithOpenWithdrawals = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<VenueAccount>`
+    select venue, address from withdrawals where state in ${sql.in(OPEN_STATES)} limit 10000`.pipe(
+    Effect.map((rows) => rows.map((r): VenueAccount => ({ venue: r.venue, address: r.address }))),
+  ),
 )
+
+/** The withdrawal made from a preparation, if any (an identical submit is answered from it). */
+export const withdrawalOfPreparation = (preparationId: string) =>
+  Effect.map(withdrawalsOfPreparations([preparationId]), (made) => Option.fromNullable(made.get(preparationId)))

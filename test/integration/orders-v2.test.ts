@@ -6,7 +6,6 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
-import { runWithdrawalDesk } from "../../actors/WithdrawalDesk.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { mockCoreDepositWalletAbi, mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
@@ -122,7 +121,7 @@ const background = Effect.gen(function* () {
     ),
   )
   const actors = yield* Effect.fork(
-    Effect.all([runTxRelayer(venue), runVenueWatcher(venue), runWithdrawalDesk], {
+    Effect.all([runTxRelayer(venue), runVenueWatcher(venue)], {
       concurrency: "unbounded",
     }),
   )

@@ -1,21 +1,19 @@
 /**
  * A withdrawal devnet for integration tests: the two venue chains on anvil with the real contracts (Hyperliquid-
  * like 999, Aster-like 42161), a venue simulator on each (paying withdrawals on its chain from a hot wallet), the
- * service's HTTP stack configured with those `api_url`s, and the WithdrawalDesk loop running in the background
- * (the cluster singleton's body, without a cluster). Plus the client side: sign-in through either flow, link,
+ * service's HTTP stack configured with those `api_url`s, with the WithdrawalDesk entities (one per venue account)
+ * on its in-memory cluster (TestServer.ts). Plus the client side: sign-in through either flow, link,
  * prepare/sign/submit, and polling a withdrawal until a state.
  */
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Address, Hex } from "viem"
 import type { PrivateKeyAccount } from "viem/accounts"
-import { runWithdrawalDesk } from "../../actors/WithdrawalDesk.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import {
   startVenueSimulator,
   type VenueSimulator,
   type VenueSimulatorOptions,
 } from "../../infra/devnet/venues/VenueSimulator.ts"
-import { VenueAdaptersLive } from "../../src/Venues/VenueAdaptersLive.ts"
 import { startTestChain, type TestChain, venueEntry } from "./ChainDevnet.ts"
 import { TestDatabaseLive } from "./Database.ts"
 import { type RawResponse, rawRequest } from "./Http.ts"
@@ -44,8 +42,6 @@ export interface WithdrawalDevnetOptions {
   readonly api?: Partial<Record<"hyperliquid" | "aster", Record<string, unknown>>>
   /** `withdrawals` settings. */
   readonly withdrawals?: Record<string, unknown>
-  /** Run the desk in the background (default true). */
-  readonly desk?: boolean
   /** Settlement v2: each venue names its deployed SettlementEscrowV2 and `settlement.escrow_version` is 2. */
   readonly escrowV2?: boolean
 }
@@ -110,11 +106,7 @@ export const withdrawalDevnet = (options: WithdrawalDevnetOptions) =>
         withdrawals: { poll_ms: 100, reconcile_ms: 300, reconcile_max_ms: 1_000, ...options.withdrawals },
         ...(options.escrowV2 ? { settlement: { escrow_version: 2 } } : {}),
       })
-      const desk =
-        options.desk === false
-          ? Layer.empty
-          : Layer.scopedDiscard(Effect.forkScoped(runWithdrawalDesk)).pipe(Layer.provide(VenueAdaptersLive))
-      return Layer.mergeAll(TestHttpLive, desk).pipe(
+      return TestHttpLive.pipe(
         Layer.provideMerge(TestDatabaseLive),
         Layer.provideMerge(config),
         Layer.merge(Layer.succeed(WithdrawalDevnet, nodes)),
