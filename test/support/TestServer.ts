@@ -2,6 +2,7 @@ import { TestRunner } from "@effect/cluster"
 import { HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpServer } from "@effect/platform"
 import { Effect, Layer, Schema } from "effect"
 import { CloseQueueLive } from "../../actors/CloseQueue.ts"
+import { QuoteIdentityLeaseLive } from "../../actors/QuoteIdentityLease.ts"
 import { WithdrawalDeskLive } from "../../actors/WithdrawalDesk.ts"
 import { ChainStatusBoard } from "../../src/Chain/ChainStatusBoard.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
@@ -55,7 +56,7 @@ const TestApiLive = HttpApiBuilder.api(TestApi).pipe(Layer.provide(Layer.mergeAl
 
 /**
  * The real HTTP stack on a free loopback port, plus the probe routes, on the cluster runner the test provides
- * (Sharding): the entities the handlers call (the close queues, the withdrawal desks)
+ * (Sharding): the entities the handlers call (the quote identity lease, the close queues, the withdrawal desks)
  * are registered on it. Needs AppConfig, SqlClient and Sharding.
  */
 export const TestHttpOnClusterLive = httpLayer({
@@ -65,6 +66,7 @@ export const TestHttpOnClusterLive = httpLayer({
 }).pipe(
   Layer.provideMerge(Layer.merge(CloseQueueLive, WithdrawalDeskLive)),
   Layer.provideMerge(Layer.mergeAll(ChainStatusBoard.Live, Relayer.Live)),
+  Layer.provideMerge(QuoteIdentityLeaseLive),
 )
 
 /**
