@@ -21,6 +21,11 @@ import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
  * The service (src/main.ts, a child process) accepts a close and relays it; the transaction is in a block but
  * not final when the process is SIGKILLed. After a restart the close completes exactly once: one OrderClosed on
  * chain, one payout, one close.final, no second transaction.
+ *
+ * Issue 22: the close queue is an entity per (owner, chain) on the real SQL cluster. Two owners' closes are
+ * driven by two entities (their own ids in cluster_messages, an `actor started` line each); each entity's
+ * persisted backstop tick is pending when the process dies, and the restarted runner delivers it (the close
+ * completes after it).
  */
 
 const OPERATOR = 9
@@ -179,6 +184,31 @@ layer(Live, { timeout: "540 seconds", excludeTestServices: true })("closes acros
         )
         const depositsBefore = yield* depositsOf
 
+        // A second owner on the same chain: another (owner, chain) queue, so another entity.
+        const other = account(4)
+        const otherAuth = bearer(yield* signIn(base, other))
+        expect(
+          (yield* post(`${base}/v1/accounts`, { venue: "hyperliquid", address: other.address }, otherAuth)).status,
+        ).toBe(201)
+        const [otherOrder] = yield* Effect.promise(() =>
+          fundOrders(chain, {
+            owner: other,
+            relayer: account(8),
+            label: "crash-other",
+            count: 1,
+            amount: 3n * USDC,
+            operator: ELSEWHERE,
+          }),
+        )
+        const otherOrderId = otherOrder!.orderId.toLowerCase()
+        yield* eventually(
+          "the other owner's order indexed",
+          Effect.map(rawRequest(`${base}/v1/escrow`, { headers: otherAuth }), (r) =>
+            ((r.json as { data?: Array<{ order_id: string }> }).data ?? []).some((o) => o.order_id === otherOrderId),
+          ),
+          (found) => found,
+        )
+
         // No more blocks: the close's transaction is mined (automine) but cannot become final.
         h.mining = false
         const prepared = (yield* post(
@@ -219,11 +249,67 @@ layer(Live, { timeout: "540 seconds", excludeTestServices: true })("closes acros
           select status, tx_hash, id::text from relayer_requests where idempotency_key = ${relayKey}`
         yield* eventually("the close transaction in a block", request, (r) => r[0]?.status === "included")
 
+        // The other owner's close, also in a block before the crash.
+        const otherPrepared = (yield* post(
+          `${base}/v1/escrow/close/prepare`,
+          { venue: "hyperliquid", order_id: otherOrderId },
+          otherAuth,
+        )).json as typeof prepared
+        const otherSignature = yield* Effect.promise(() => other.signTypedData(otherPrepared.to_sign[0]!.typed_data))
+        const otherAccepted = yield* post(
+          `${base}/v1/escrow/close`,
+          {
+            venue: "hyperliquid",
+            order_id: otherOrderId,
+            dex: otherPrepared.dex,
+            nonce: otherPrepared.nonce,
+            deadline: otherPrepared.deadline,
+            signature: otherSignature,
+            to_margin: otherPrepared.to_margin,
+          },
+          otherAuth,
+        )
+        expect(otherAccepted.status, otherAccepted.text).toBe(200)
+        const otherRelayKey = (yield* sql<{ relay_key: string }>`
+          select relay_key from closes where order_id = ${otherOrderId}`)[0]!.relay_key
+        yield* eventually(
+          "the other close transaction in a block",
+          sql<{ status: string }>`select status from relayer_requests where idempotency_key = ${otherRelayKey}`,
+          (r) => r[0]?.status === "included",
+        )
+
+        // Two queues, two entities: each close's intent went to its own (owner, chain) entity, which started and
+        // keeps a persisted backstop tick pending while its close is open.
+        const queues = [`${owner.address.toLowerCase()}:999`, `${other.address.toLowerCase()}:999`]
+        const messages = (tag: string) =>
+          sql<{ entity_id: string; id: string; processed: boolean }>`
+            select entity_id, id::text, processed from cluster_messages
+            where entity_type = 'close-queue' and tag = ${tag} order by id`
+        expect([...new Set((yield* messages("Enqueue")).map((m) => m.entity_id))].sort()).toEqual([...queues].sort())
+        const firstOutput = service.output()
+        for (const queue of queues) {
+          expect(
+            firstOutput.split("\n").some((line) => line.includes("actor started") && line.includes(queue)),
+            `an 'actor started' line for ${queue}`,
+          ).toBe(true)
+        }
+        yield* eventually(
+          "a pending backstop tick of each queue",
+          Effect.map(messages("Tick"), (ticks) => ticks.filter((t) => !t.processed)),
+          (pending) => queues.every((q) => pending.some((t) => t.entity_id === q)),
+        )
+
         // Crash between relay and finality.
         const exit = yield* kill(service)
         expect(exit.signal).toBe("SIGKILL")
         const pending = yield* sql<{ state: string }>`select state from closes where relay_key = ${relayKey}`
         expect(pending).toEqual([{ state: "pending" }])
+        expect(yield* sql<{ state: string }>`select state from closes where relay_key = ${otherRelayKey}`).toEqual([
+          { state: "pending" },
+        ])
+        // What the dead runner left: each queue's backstop tick, not yet delivered.
+        const backstops = (yield* messages("Tick")).filter((t) => !t.processed)
+        for (const queue of queues) expect(backstops.map((t) => t.entity_id)).toContain(queue)
 
         // Restart; blocks resume; the close completes.
         service = yield* start(h.env)
@@ -233,6 +319,19 @@ layer(Live, { timeout: "540 seconds", excludeTestServices: true })("closes acros
           sql<{ state: string }>`select state from closes where relay_key = ${relayKey}`,
           (r) => r[0]?.state === "final",
         ).pipe(Effect.tapError(() => Effect.sync(() => console.error(service.output()))))
+        yield* eventually(
+          "the other close final",
+          sql<{ state: string }>`select state from closes where relay_key = ${otherRelayKey}`,
+          (r) => r[0]?.state === "final",
+        )
+        // The backstop ticks the dead runner left pending were delivered by the restarted one.
+        const delivered = new Set((yield* messages("Tick")).filter((t) => t.processed).map((t) => t.id))
+        for (const queue of queues) {
+          expect(
+            backstops.some((t) => t.entity_id === queue && delivered.has(t.id)),
+            `a backstop tick of ${queue} pending at the crash was delivered after the restart`,
+          ).toBe(true)
+        }
         const after = yield* escrow
         expect(after === undefined || after.closing === false).toBe(true)
         yield* stopService(service)
