@@ -688,12 +688,12 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("three runner
           yield* Effect.forEach(takes, offered, { discard: true })
           yield* progress("every take's locks final; authorisations offered")
 
-          // Leases: renewed for 5 … 15 s, so some expire before the kill and some after.
+          // Leases: renewed for 5 … 25 s, so some expire before the kill and some after.
           // (A credential identity starts at generation 0, already expired: its first renewal opens generation 1.)
           const renewedAt = yield* dbNow
           const leased: Array<string> = []
           for (const [n, identity] of identities.entries()) {
-            const res = yield* renew(pick(runners, n).api, identity.token, identity.id, 5 + 2 * n)
+            const res = yield* renew(pick(runners, n).api, identity.token, identity.id, 5 + 4 * n)
             expect(res.status, `lease ${n}: ${res.text}`).toBe(200)
             leased.push(`${identity.id}:${(res.json as { generation: string }).generation}`)
           }
@@ -998,19 +998,35 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("three runner
             lines.push(`  ${k}: ${holders.join(" ")}`)
           }
           // Entity log lines: actor, key, runner (issue 22's entities).
+          // The keys the killed runner held: when a survivor first logged them after the kill (printed only).
           const entityLines = new Map<string, Set<string>>()
+          const lastOnVictim = new Map<string, number>()
+          const firstAfterKill = new Map<string, { runner: string; at: number }>()
           for (const r of runners)
             for (const line of r.lines) {
               if (!line.startsWith("{") || !line.includes('"runner"')) continue
               try {
-                const p = JSON.parse(line) as { actor?: string; key?: string; runner?: string }
+                const p = JSON.parse(line) as { actor?: string; key?: string; runner?: string; time?: string }
                 if (p.actor && p.key && p.runner) {
                   const k = `${p.actor} ${p.key}`
-                  entityLines.set(k, (entityLines.get(k) ?? new Set()).add(nameOf(p.runner)))
+                  const runner = nameOf(p.runner)
+                  entityLines.set(k, (entityLines.get(k) ?? new Set()).add(runner))
+                  const at = Date.parse(p.time ?? "")
+                  if (runner === victim.name && at <= killedAt)
+                    lastOnVictim.set(k, Math.max(lastOnVictim.get(k) ?? 0, at))
+                  const first = firstAfterKill.get(k)
+                  if (runner !== victim.name && at > killedAt && (first === undefined || at < first.at))
+                    firstAfterKill.set(k, { runner, at })
                 }
               } catch {}
             }
           for (const [k, at] of entityLines) lines.push(`  entity ${k}: ${[...at].join(", ")}`)
+          for (const k of lastOnVictim.keys()) {
+            const moved = firstAfterKill.get(k)
+            lines.push(
+              `  ${k} was on ${victim.name}: ${moved === undefined ? "not logged elsewhere after the kill" : `on ${moved.runner} at +${Math.round(moved.at - killedAt)} ms`}`,
+            )
+          }
           // The runner that journaled each lease's expiry, where the store records it (migration 0032).
           const expiredBy = yield* sql<{ row: { id: string; lease_expired_by?: string | null } }>`
             select to_jsonb(q) as row from quote_identities q where id in ${sql.in(identities.map((i) => i.id))}`
