@@ -26,11 +26,10 @@
  *   turned into a `wakeKeyed` of the close's queue by every runner's listener below), and the persisted backstop
  *   tick of the keyed loop after a crash.
  */
-import { ClusterSchema, Entity, EntityId, Sharding } from "@effect/cluster"
+import { ClusterSchema, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { Clock, type Context, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { Clock, type Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import type { Address, Hex } from "viem"
 import { Relayer } from "../src/Chain/Relayer.ts"
 import { CloseLimit, ClosePending, StateConflict } from "../src/Domain/Errors.ts"
@@ -44,7 +43,8 @@ import {
   settleCloses,
 } from "../src/Store/Closes.ts"
 import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake, wakeKeyed } from "./Keyed.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
+import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
 
 /** Pass interval while the queue has an open close. */
 export const CLOSE_SWEEP = Duration.millis(500)
@@ -200,31 +200,12 @@ const EntityLive = CloseQueue.toLayer(
  * holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
  * the cadence (CLOSE_SWEEP).
  */
-const OutcomeWakes = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const pg = yield* PgClient.PgClient
-    const sql = yield* SqlClient.SqlClient
-    const sharding = yield* Sharding.Sharding
-    const wakeOwned = (id: string) =>
-      sharding.hasShardId(sharding.getShardId(EntityId.make(id), CloseQueue.getShardGroup(EntityId.make(id))))
-        ? wakeKeyed(CloseQueue, id)
-        : Effect.void
-    yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
-      Stream.filter((key) => key.startsWith("close:")),
-      Stream.runForEach((key) =>
-        closeQueueOfRelayKey(key).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.flatMap(
-            Option.match({ onNone: () => Effect.void, onSome: (k) => wakeOwned(closeQueueId(k.owner, k.chainId)) }),
-          ),
-          Effect.provideService(Sharding.Sharding, sharding),
-          Effect.ignore,
-        ),
-      ),
-      Effect.retry(Schedule.spaced("1 second")),
-      Effect.forkScoped,
-    )
-  }),
+const OutcomeWakes = wakeOnNotify("close-queue", RELAYER_OUTCOME_CHANNEL, (key) =>
+  key.startsWith("close:")
+    ? Effect.flatMap(closeQueueOfRelayKey(key), (queue) =>
+        wakeOwned(CloseQueue, Option.toArray(Option.map(queue, (k) => closeQueueId(k.owner, k.chainId)))),
+      )
+    : Effect.void,
 )
 
 export const CloseQueueLive = Layer.mergeAll(EntityLive, OutcomeWakes, keyedAdoption(CloseQueue, pendingKeys))
