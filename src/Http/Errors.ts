@@ -148,21 +148,3 @@ export const wireSchemaOf = (error: Catalogue.CatalogueError): Schema.Schema.Any
 /** The envelope of a catalogue error for the current request (the encoder above, for routes outside HttpApi). */
 export const encodeEnvelope = (error: Catalogue.CatalogueError): Effect.Effect<unknown> =>
   Effect.orDie(Schema.encode(wireSchemaOf(error))(error))
-
-const classes = new Map<unknown, Catalogue.CatalogueClass>(Array.from(wires, ([C, schema]) => [schema, C]))
-
-/**
- * Transitional shim while call sites move to `yield* new NotFound({ message })`: fails with the
- * catalogue class of the given wire schema. `retryable` defaults to the code's.
- */
-export const apiError = <S extends Schema.Schema.AnyNoContext>(
-  schema: S,
-  message: string,
-  retryable?: boolean,
-): Effect.Effect<never, Schema.Schema.Type<S>> => {
-  const Class = classes.get(schema) as unknown as new (props: {
-    message: string
-    retryable?: boolean
-  }) => Schema.Schema.Type<S>
-  return Effect.fail(new Class(retryable === undefined ? { message } : { message, retryable }))
-}
