@@ -1,0 +1,78 @@
+// The typed client (src/Client/ApiClient.ts) against the service: SIWE sign-in with a viem account, calls typed by
+// the HttpApi contract, errors decoded by code from the envelope (with the request id), a 429's Retry-After waited
+// out before the call is sent again, and an unreachable service told apart from an answer.
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { ApiError, ApiUnreachable, makeApiClient, request, signIn } from "../../src/Client/ApiClient.ts"
+import { baseUrl } from "../support/TestServer.ts"
+import { testStackWithChain } from "../support/TestStack.ts"
+
+const Live = testStackWithChain()
+
+layer(Live, { timeout: "120 seconds", excludeTestServices: true })("typed API client", (it) => {
+  it.effect("signs in with a viem account and reads its own account", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const owner = privateKeyToAccount(generatePrivateKey())
+      const session = yield* signIn(base, owner)
+      expect(session.token).toMatch(/^st_/)
+      const client = yield* makeApiClient(base, { bearer: session.token })
+      const me = yield* request(client.account.me())
+      expect(me.master_address.toLowerCase()).toBe(owner.address.toLowerCase())
+      // Public routes need no bearer; answers are decoded by the contract's schemas.
+      const venues = yield* request((yield* makeApiClient(base)).info.venues())
+      expect(venues.data.length).toBeGreaterThan(0)
+    }),
+  )
+
+  it.effect("an error answer is an ApiError with the envelope's code, message, retryable and request id", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const session = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const client = yield* makeApiClient(base, { bearer: session.token })
+      const missing = yield* request(client.orders.get({ path: { id: `0x${"ab".repeat(32)}` } })).pipe(Effect.flip)
+      expect(missing).toBeInstanceOf(ApiError)
+      expect(missing).toMatchObject({ status: 404, code: "NOT_FOUND", retryable: false })
+      expect((missing as ApiError).requestId).toMatch(/^[0-9a-f-]{36}$/)
+      // Without a session: 401 by its code.
+      const anonymous = yield* makeApiClient(base)
+      const unauthorized = yield* request(anonymous.account.me()).pipe(Effect.flip)
+      expect(unauthorized).toMatchObject({ status: 401, code: "UNAUTHORIZED" })
+      // An unknown challenge nonce: the service's own code, not a decode failure.
+      const verify = yield* request(
+        anonymous.auth.verify({ payload: { nonce: "a".repeat(32), signature: `0x${"11".repeat(65)}` } as never }),
+      ).pipe(Effect.flip)
+      expect(verify._tag).toBe("ApiError")
+      expect((verify as ApiError).code).toMatch(/^[A-Z_]+$/)
+      expect((verify as ApiError).code).not.toBe("DECODE")
+    }),
+  )
+
+  it.effect("a 429 carries Retry-After; with retries the call waits it out and succeeds", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const address = privateKeyToAccount(generatePrivateKey()).address
+      const noRetry = yield* makeApiClient(base, { retries: 0 })
+      // The per-address challenge budget (6, refilled 6/min) runs out within a few calls.
+      let limited: ApiError | undefined
+      for (let i = 0; i < 10 && limited === undefined; i++) {
+        const r = yield* request(noRetry.auth.challenge({ payload: { address } })).pipe(Effect.either)
+        if (r._tag === "Left" && r.left._tag === "ApiError" && r.left.status === 429) limited = r.left
+      }
+      expect(limited).toMatchObject({ status: 429, code: "RATE_LIMITED", retryable: true })
+      expect(limited!.retryAfterMs).toBeGreaterThan(0)
+      const patient = yield* makeApiClient(base, { retries: 2 })
+      const challenge = yield* request(patient.auth.challenge({ payload: { address } }))
+      expect(challenge.message).toContain(address)
+    }),
+  )
+
+  it.effect("no answer at all is ApiUnreachable", () =>
+    Effect.gen(function* () {
+      const client = yield* makeApiClient("http://127.0.0.1:9", { retries: 0, timeout: "3 seconds" })
+      const e = yield* request(client.info.info()).pipe(Effect.flip)
+      expect(e).toBeInstanceOf(ApiUnreachable)
+    }),
+  )
+})
