@@ -9,6 +9,7 @@ import { expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { Supervision } from "../../src/Supervision.ts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
@@ -245,6 +246,42 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
       expect(journal.map((j) => j.payload.state)).toEqual(["queued", "submitting", "unknown", "relayed"])
       // Applied exactly once.
       expect(hl!.sim.control.balance(address)).toBe(23n * USDC)
+    }),
+  )
+
+  it.effect("a desk per venue account: one account's held send does not hold another account's withdrawal", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { hl } = yield* WithdrawalDevnet
+      const a = yield* hyperliquidAccount(base, hl!, 30n * USDC)
+      const b = yield* hyperliquidAccount(base, hl!, 30n * USDC)
+      const preparedA = yield* prepareOk(base, a.token, { venue: "hyperliquid", amount: "2000000", to: "signer" })
+      const preparedB = yield* prepareOk(base, b.token, { venue: "hyperliquid", amount: "3000000", to: "signer" })
+      // A's send gets no answer for 4 s (the venue applies it); B is submitted while A's desk waits on it.
+      hl!.sim.control.timeoutNext(1, { holdMs: 4_000, apply: true })
+      const idA = (
+        (yield* submit(base, a.token, preparedA, yield* signPrepared(a.account, preparedA))).json as WithdrawalView
+      ).id
+      // The venue's ledger is unreadable for now, so A cannot resolve before B is looked at.
+      hl!.sim.control.refuseNext(10_000, { scope: "read" })
+      yield* waitFor(base, a.token, idA, inState("submitting", "unknown", "relayed", "failed"))
+      const idB = (
+        (yield* submit(base, b.token, preparedB, yield* signPrepared(b.account, preparedB))).json as WithdrawalView
+      ).id
+      const relayedB = yield* waitFor(base, b.token, idB, inState("relayed", "failed"))
+      expect(relayedB.state).toBe("relayed")
+      expect(hl!.sim.control.balance(b.address)).toBe(27n * USDC)
+      // A is still with its own desk (held or unknown), then resolves from evidence: applied once.
+      expect(["submitting", "unknown"]).toContain(
+        ((yield* get(`${base}/v1/withdrawals/${idA}`, a.token)).json as WithdrawalView).state,
+      )
+      hl!.sim.control.clearFaults()
+      const relayedA = yield* waitFor(base, a.token, idA, inState("relayed", "failed"))
+      expect(relayedA.state).toBe("relayed")
+      expect(hl!.sim.control.balance(a.address)).toBe(28n * USDC)
+      // Two entities of the withdrawal-desk kind ran here (one per account; the runner counts them).
+      const board = (yield* Effect.flatMap(Supervision, (s) => s.snapshot)).find((r) => r.kind === "withdrawal-desk")
+      expect(board?.instances ?? 0).toBeGreaterThanOrEqual(2)
     }),
   )
 
