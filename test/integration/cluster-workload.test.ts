@@ -912,6 +912,33 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("three runner
             expect(after[chain].supply, `${chain} supply`).toBe(before[chain].supply)
             expect(after[chain].held, `${chain} held by the known holders`).toBe(before[chain].held)
           }
+          // And each holder moved by exactly what its requests asked, once: takers paid amount_in on aster to the
+          // maker's payee, the maker chain's v2 escrow paid amount_out into the venue (to margin); the hot wallet
+          // paid each withdrawal to its owner once; the close owners got back what they funded.
+          const settledFills = (yield* Effect.forEach(takes, (t) => fillRows(t.handle.takeId))).flat()
+          const sum = (xs: ReadonlyArray<bigint>) => xs.reduce((a, b) => a + b, 0n)
+          const totalOut = sum(settledFills.map((f) => BigInt(f.amount_out)))
+          const deltas = (chain: "hl" | "aster") =>
+            Object.fromEntries(
+              Object.entries(after[chain].byHolder)
+                .map(([h, b]) => [h, b - before[chain].byHolder[h]!] as const)
+                .filter(([, d]) => d !== 0n),
+            )
+          expect(deltas("aster"), "aster: what moved").toEqual(
+            Object.fromEntries([
+              ...takes.map((t) => [getAddress(t.taker.account.address), -USDC] as const),
+              [getAddress(maker.payee.address), sum(settledFills.map((f) => BigInt(f.amount_in)))],
+            ]),
+          )
+          expect(deltas("hl"), "hl: what moved").toEqual(
+            Object.fromEntries([
+              [getAddress(stack.hl.escrowV2!), -totalOut],
+              [getAddress(stack.hl.deployment.contracts.venue.address), totalOut],
+              [getAddress(account(HOT_WALLET).address), -5n * USDC],
+              [getAddress(w1.who.address), 2n * USDC],
+              [getAddress(w2.who.address), 3n * USDC],
+            ]),
+          )
 
           // ---------------------------------------------------------------- nothing waits more than 15 s
           // Items pending at the kill, with what they waited for from outside: the taker's authorisation (takes
