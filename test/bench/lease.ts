@@ -27,6 +27,7 @@ import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
+import { summarize, whole } from "./Summary.ts"
 
 const IDENTITIES = Number(process.env.BENCH_IDENTITIES ?? 32)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -110,6 +111,14 @@ const program = Effect.gen(function* () {
   console.log(
     `throughput ratio service/baseline: ${(service.rps / baseline.rps).toFixed(2)} (target >= 0.5); renewal p99 ${service.p99.toFixed(2)} ms`,
   )
+  summarize({
+    bench: "lease: PUT …/lease renewals with mk_",
+    figure: `${whole(service.rps)} /s (p99 ${service.p99.toFixed(0)} ms)`,
+    baseline: `${whole(baseline.rps)} /s raw UPDATE`,
+    ratio: service.rps / baseline.rps,
+    target: ">= 0.5",
+    atLeast: 0.5,
+  })
   console.log(
     `load average ${loadavg()
       .map((l) => l.toFixed(2))
