@@ -128,45 +128,30 @@ const main = async () => {
     step(`  linked on ${to}: ${await linkAccount(a, makerToken, MAKER, to)}`)
     const signerKey = generatePrivateKey()
     const signer = privateKeyToAccount(signerKey)
-    const prepared = await a.expect(
-      "prepare quote identity",
-      [200],
-      a.call("POST", "/v1/quote-identities/prepare", { signer: signer.address }, makerToken),
+    const prepared = await a.run("prepare quote identity", makerToken, (c) =>
+      c.makers.prepareIdentity({ payload: { signer: signer.address } }),
     )
-    const identity = await a.expect(
-      "register quote identity",
-      [201],
-      a.call(
-        "POST",
-        "/v1/quote-identities",
-        { signer: signer.address, signature: await signer.signTypedData(prepared.typed_data) },
-        makerToken,
-      ),
+    const signature = await signer.signTypedData(prepared.typed_data as never)
+    const identity = await a.run("register quote identity", makerToken, (c) =>
+      c.makers.createIdentity({ payload: { signer: signer.address, signature } }),
     )
     step(`  quote identity ${identity.id} (signer ${signer.address}, a fresh key held by the maker client)`)
-    const credential = await a.expect(
-      "issue credential",
-      [201],
-      a.call("POST", "/v1/credentials", { quote_identity_id: identity.id, scopes: ["quote"] }, makerToken),
+    const credential = await a.run("issue credential", makerToken, (c) =>
+      c.makers.createCredential({ payload: { quote_identity_id: identity.id, scopes: ["quote"] } as never }),
     )
     step(`  credential ${credential.id} (scope quote; its mk_ token goes to the maker client only)`)
     const orderAmount = amountIn * 4n
-    const created = await a.expect(
-      "create order",
-      [200],
-      a.call(
-        "POST",
-        "/v1/orders",
-        {
+    const created = await a.run("create order", makerToken, (c) =>
+      c.orders.create({
+        payload: {
           client_order_id: `demo-${id}`,
           venue: to,
           receive_venue: from,
           owner_address: MAKER.address,
           amount: orderAmount.toString(),
           quote_identity_id: identity.id,
-        },
-        makerToken,
-      ),
+        } as never,
+      }),
     )
     const orderId = created.order.id as Hex
     const maker: Party = { name: "maker", address: MAKER.address, orders: new Map([[to, [orderId]]]), v2 }
@@ -176,14 +161,14 @@ const main = async () => {
       `  order ${orderId}: ${fmtOut(orderAmount)}; signing ${created.to_sign.map((i: { kind: string }) => i.kind).join(", ")}`,
     )
     const signatures: Record<string, Hex> = {}
-    for (const item of created.to_sign as Array<{ kind: string; typed_data: never }>) {
+    for (const item of created.to_sign as unknown as Array<{ kind: string; typed_data: never }>) {
       signatures[item.kind] = await MAKER.signTypedData(item.typed_data)
     }
-    await a.expect("sign order", [200], a.call("POST", `/v1/orders/${orderId}/signatures`, signatures, makerToken))
+    await a.run("sign order", makerToken, (c) => c.orders.sign({ path: { id: orderId }, payload: signatures as never }))
     await until(
       "  funding the order (escrow fund, waiting for finality)",
       timeout,
-      () => a.expect("read order", [200], a.call("GET", `/v1/orders/${orderId}`, undefined, makerToken)),
+      () => a.run("read order", makerToken, (c) => c.orders.get({ path: { id: orderId } })),
       (o) => o.state === "funded" || o.state === "failed",
       (o) => `state ${o.state}, escrow ${fmtOut(o.escrow_available ?? "0")}`,
     ).then((o) => {
@@ -238,20 +223,14 @@ const main = async () => {
     for (const venue of [from, to]) {
       step(`  linked on ${venue}: ${await linkAccount(a, takerToken, TAKER, venue)}`)
     }
-    const preview = await a.expect(
-      "preview",
-      [200],
-      a.call("POST", "/v1/takes/preview", { from, to, amount_in: amountIn.toString() }),
+    const preview = await a.run("preview", undefined, (c) =>
+      c.takes.preview({ payload: { from, to, amount_in: amountIn.toString() } as never }),
     )
     step(`  preview: ${fmtIn(amountIn)} buys ${fmtOut(preview.total_out)} over ${preview.fills.length} fill(s)`)
     const minOut = (BigInt(preview.total_out) * 99n) / 100n
-    const transfer = await a.expect(
-      "create transfer",
-      [200, 201],
-      a.call(
-        "POST",
-        "/v1/transfers",
-        {
+    const transfer = await a.run("create transfer", takerToken, (c) =>
+      c.transfers.create({
+        payload: {
           client_transfer_id: `demo-${id}`,
           from,
           to,
@@ -260,32 +239,30 @@ const main = async () => {
           payer: TAKER.address,
           recipient: TAKER.address,
           max_parts: 2,
-        },
-        takerToken,
-      ),
+        } as never,
+      }),
     )
     step(`  transfer intent ${transfer.id}: ${fmtIn(amountIn)} → at least ${fmtOut(minOut)} into margin on ${to}`)
     /** v1: signs exactly what the API returns and submits it. */
     const signTakeV1 = async (takeId: string) => {
-      const { take, to_sign } = await a.expect(
-        "read take",
-        [200],
-        a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken),
-      )
+      const { take, to_sign } = await a.run("read take", takerToken, (c) => c.takes.get({ path: { id: takeId } }))
       step(`  take ${takeId}: ${take.fills.length} fill(s), ${fmtIn(take.total_in)} → ${fmtOut(take.total_out)}`)
       let permit: Hex | undefined
       const fills: Array<{ fill_id: string; signature: Hex }> = []
-      for (const item of to_sign as Array<{ kind: string; signer: string; fill_id?: string; typed_data: never }>) {
+      for (const item of to_sign as unknown as Array<{
+        kind: string
+        signer: string
+        fill_id?: string
+        typed_data: never
+      }>) {
         if (getAddress(item.signer) !== TAKER.address) throw new DemoStepFailed(`a sign item for ${item.signer}`)
         const signature = await TAKER.signTypedData(item.typed_data)
         if (item.kind === "permit") permit = signature
         else fills.push({ fill_id: item.fill_id!, signature })
         step(`  signed ${item.kind}${item.fill_id === undefined ? "" : ` of fill ${item.fill_id}`}`)
       }
-      await a.expect(
-        "submit signatures",
-        [200],
-        a.call("POST", `/v1/takes/${takeId}/signatures`, { permit, fills }, takerToken),
+      await a.run("submit signatures", takerToken, (c) =>
+        c.takes.sign({ path: { id: takeId }, payload: { permit, fills } as never }),
       )
     }
     const waitForTake = () =>
@@ -293,9 +270,9 @@ const main = async () => {
         "  waiting for the take (a withdrawal first when the wallet lacks amount_in)",
         timeout,
         async () => {
-          const page = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
+          const page = await a.run("list transfers", takerToken, (c) => c.transfers.list({ urlParams: {} }))
           return (
-            page.items as Array<{ id: string; take_id: string | null; withdrawal: { state: string } | null }>
+            page.items as unknown as Array<{ id: string; take_id: string | null; withdrawal: { state: string } | null }>
           ).find((t) => t.id === transfer.id)!
         },
         (t) => t.take_id !== null,
@@ -336,8 +313,8 @@ const main = async () => {
       "  settling (each step waits for finality)",
       timeout,
       async () => {
-        const t = (await a.expect("read take", [200], a.call("GET", `/v1/takes/${takeId}`, undefined, takerToken)))
-          .take as {
+        const t = (await a.run("read take", takerToken, (c) => c.takes.get({ path: { id: takeId } })))
+          .take as unknown as {
           final: boolean
           fills: Array<{ fill_id: string; state: string; final: boolean; transactions: Array<Record<string, string>> }>
         }
@@ -361,8 +338,10 @@ const main = async () => {
     )
     const bad = settled.fills.filter((f) => f.state !== "settled")
     if (bad.length > 0) throw new DemoStepFailed(`fills ended ${bad.map((f) => f.state).join(", ")}`)
-    const final = await a.expect("list transfers", [200], a.call("GET", "/v1/transfers", undefined, takerToken))
-    const mine = (final.items as Array<{ id: string; take_final: boolean | null }>).find((t) => t.id === transfer.id)
+    const final = await a.run("list transfers", takerToken, (c) => c.transfers.list({ urlParams: {} }))
+    const mine = (final.items as unknown as Array<{ id: string; take_final: boolean | null }>).find(
+      (t) => t.id === transfer.id,
+    )
     step(`  transfer ${transfer.id}: take_final ${mine?.take_final}`)
   } finally {
     if (bot !== undefined) await stopChild(bot.child)

@@ -1,6 +1,8 @@
 // Both parties' holdings on every venue, in the token's base units: the wallet (the token's balanceOf on the
 // venue's chain), the escrow (what the party's maker orders hold there, available + locked), and the margin the
 // venue's simulator credits them (every book). Printed as a table before and after the transfer.
+import { FetchHttpClient, HttpBody, HttpClient } from "@effect/platform"
+import { Effect } from "effect"
 import { type Address, createPublicClient, defineChain, type Hex, http } from "viem"
 import { mockUSDCAbi, settlementEscrowAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import type { DemoVenue } from "./DemoDevnet.ts"
@@ -34,12 +36,15 @@ const clientOf = (v: DemoVenue) =>
 /** The simulator's margin books of `who` (keys `address|book`), 0 when the venue has no simulator. */
 const marginOf = async (v: DemoVenue, who: Address): Promise<bigint> => {
   if (v.api_url === undefined) return 0n
-  const res = await fetch(`${v.api_url}/_control`, {
-    method: "POST",
-    body: JSON.stringify({ op: "state" }),
-    signal: AbortSignal.timeout(5_000),
-  })
-  const { state } = (await res.json()) as { state: { balances: Record<string, string> } }
+  // The simulator's own control route (not the service's API): @effect/platform's HttpClient over fetch.
+  const { state } = (await Effect.runPromise(
+    HttpClient.HttpClient.pipe(
+      Effect.flatMap((client) => client.post(`${v.api_url}/_control`, { body: HttpBody.unsafeJson({ op: "state" }) })),
+      Effect.flatMap((res) => res.json),
+      Effect.timeout("5 seconds"),
+      Effect.provide(FetchHttpClient.layer),
+    ),
+  )) as { state: { balances: Record<string, string> } }
   const prefix = `${who.toLowerCase()}|`
   return Object.entries(state.balances)
     .filter(([k]) => k.startsWith(prefix))

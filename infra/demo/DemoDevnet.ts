@@ -3,7 +3,9 @@
 // environment. Fails with a message saying what to do when no devnet answers.
 import { existsSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { Cause, Effect, Exit } from "effect"
 import type { Address } from "viem"
+import { type ApiFailure, makeApiClient, request } from "../../src/Client/ApiClient.ts"
 
 export interface DemoVenue {
   readonly id: string
@@ -51,11 +53,13 @@ export const findDevnet = async (env: NodeJS.ProcessEnv = process.env): Promise<
   const lock = existsSync(lockFile) ? (JSON.parse(readFileSync(lockFile, "utf8")) as { api_url?: string }) : {}
   const apiUrl = (env.DEMO_API_URL || lock.api_url || "").replace(/\/$/, "")
   if (apiUrl === "") throw new DevnetNotRunning(`the devnet in ${dataDir} is not running (no devnet.lock): ${HOW}`)
-  try {
-    const res = await fetch(`${apiUrl}/v1/info`, { signal: AbortSignal.timeout(3_000) })
-    if (res.status !== 200) throw new Error(`GET /v1/info answered ${res.status}`)
-  } catch (e) {
-    const why = e instanceof Error ? e.message : String(e)
+  const info = await Effect.runPromiseExit(
+    makeApiClient(apiUrl, { retries: 0, timeout: "3 seconds" }).pipe(Effect.flatMap((c) => request(c.info.info()))),
+  )
+  if (Exit.isFailure(info)) {
+    const e = Cause.squash(info.cause) as ApiFailure
+    const why =
+      e._tag === "ApiError" ? `GET /v1/info answered ${e.status}` : e._tag === "ApiUnreachable" ? e.reason : "error"
     throw new DevnetNotRunning(`the devnet API ${apiUrl} does not answer (${why}): ${HOW}`)
   }
   const settlement: DemoSettlement = {

@@ -44,26 +44,21 @@ const escrowV2Of = (v: DemoVenue) => {
 /** The take routes for a transfer's take: "create" = give the pay key, then read the take once it exists. */
 const transferTakerApi = (t: TransferTakeV2): TakerApi => ({
   createTake: async (body) => {
-    await t.a.expect(
-      "give the pay key",
-      [200],
-      t.a.call("PUT", `/v1/transfers/${t.transfer.id}/take/pay-key`, { pay_key: body.pay_key }, t.token),
+    await t.a.run("give the pay key", t.token, (c) =>
+      c.transfers.payKey({ path: { id: t.transfer.id }, payload: { pay_key: body.pay_key } as never }),
     )
     step(`  pay key ${String(body.pay_key)} given (a fresh key; its private key stays in this client)`)
     const takeId = await t.waitForTake()
-    return (await t.a.expect(
-      "read take",
-      [200],
-      t.a.call("GET", `/v1/takes/${takeId}`, undefined, t.token),
-    )) as TakeAnswer
+    return (await t.a.run("read take", t.token, (c) => c.takes.get({ path: { id: takeId } }))) as unknown as TakeAnswer
   },
   // The typed client's error, so TakerFlow sees the envelope's `retryable` (a 409 while the service's index is
   // behind the taker's own endpoint is "not yet").
   postSignatures: async (takeId, body) => {
-    const r = await t.a.call("POST", `/v1/takes/${takeId}/signatures`, body, t.token)
-    if (r.status === 200) return r.json as TakeAnswer
-    const e = (r.json?.error ?? {}) as { code?: string; message?: string; retryable?: boolean }
-    throw new TakerApiError(r.status, e.code ?? "", `submit signatures: ${e.message ?? ""}`, e.retryable === true)
+    const r = await t.a.attempt(t.token, (c) => c.takes.sign({ path: { id: takeId }, payload: body as never }))
+    if (r.ok) return r.value as unknown as TakeAnswer
+    const e = r.error
+    if (e._tag === "ApiUnreachable") throw new TakerApiError(0, "", `submit signatures: ${e.reason}`, true)
+    throw new TakerApiError(e.status, e.code, `submit signatures: ${e.message}`, e.retryable)
   },
 })
 

@@ -201,11 +201,12 @@ const context = async (stateFile: string, apiFlag: string | undefined, needOwner
 const status = Command.make("status", { state, api }, (flags) =>
   attempt(async () => {
     const { s, base, token } = await context(flags.state, orUndefined(flags.api), false)
-    const { call, retrying } = await http()
+    const { apiOf, retrying } = await http()
     const credential = process.env.MAKER_CREDENTIAL || s.credential
     const bearer = token ?? credential
     if (s.identity_id !== undefined && bearer !== undefined) {
-      const id = await retrying(() => call(base, bearer, "GET", `/v1/quote-identities/${s.identity_id}`), lines)
+      const api = apiOf(base, bearer)
+      const id = await retrying(() => api((c) => c.makers.getIdentity({ path: { id: s.identity_id! } })), lines)
       const live = Date.parse(id.lease_expires_at) > Date.now()
       lines(
         `identity ${id.id}: signer ${id.signer}, generation ${id.generation}, lease ${live ? "live until" : "expired at"} ` +
@@ -215,7 +216,8 @@ const status = Command.make("status", { state, api }, (flags) =>
     }
     if (s.order_id === undefined) return lines("order: none yet (run setup)")
     if (token === undefined) return lines(`order ${s.order_id}: set MAKER_OWNER_KEY to read it (a credential cannot)`)
-    const o = await retrying(() => call(base, token, "GET", `/v1/orders/${s.order_id}`), lines)
+    const session = apiOf(base, token)
+    const o = await retrying(() => session((c) => c.orders.get({ path: { id: s.order_id! } })), lines)
     lines(
       `order ${o.id} on ${o.venue}: ${o.state}; amount ${o.amount}, escrow available ${o.escrow_available ?? "-"}, ` +
         `quotable ${o.quotable ?? "-"}, filled ${o.filled ?? "0"}, received ${o.received ?? "0"}`,
@@ -249,17 +251,18 @@ const close = Command.make(
   (flags) =>
     attempt(async () => {
       const { s, base, token } = await context(flags.state, orUndefined(flags.api), true)
-      const { call, retrying } = await http()
+      const { apiOf, retrying } = await http()
+      const session = apiOf(base, token)
       if (s.order_id === undefined || s.venue === undefined) throw new UsageError(`${flags.state} holds no order`)
-      await retrying(() => call(base, token, "DELETE", `/v1/orders/${s.order_id}/quotes`), lines)
+      await retrying(() => session((c) => c.orders.cancelQuotes({ path: { id: s.order_id! } })), lines)
       lines(`quotes of order ${s.order_id} deactivated`)
       const closed = await retrying(
         () =>
-          call(base, token, "POST", "/v1/closes", {
-            venue: s.venue,
-            order_id: s.order_id,
-            to_margin: flags["to-margin"],
-          }),
+          session((c) =>
+            c.escrow.managedClose({
+              payload: { venue: s.venue!, order_id: s.order_id!, to_margin: flags["to-margin"] } as never,
+            }),
+          ),
         lines,
       )
       lines(
@@ -267,7 +270,7 @@ const close = Command.make(
           `${flags["to-margin"] ? "margin" : "wallet"} once final; a running bot stops at its next quote set`,
       )
       if (flags.revoke && s.credential_id !== undefined) {
-        await retrying(() => call(base, token, "DELETE", `/v1/credentials/${s.credential_id}`), lines)
+        await retrying(() => session((c) => c.makers.revokeCredential({ path: { id: s.credential_id! } })), lines)
         lines(`credential ${s.credential_id} revoked`)
       }
     }),

@@ -1,38 +1,36 @@
 /**
- * The maker CLI's requests to the service. Resolves with the 2xx body; throws ServiceUnavailable for a network fault
- * (the error's name only: a message may quote the URL) or a 5xx/408/429, ServiceRefused for any other 4xx
- * (infra/maker/ServiceFaults.ts sorts them).
+ * The maker CLI's requests to the service, through the typed client derived from the HttpApi contract
+ * (src/Client/ApiClient.ts): `const api = apiOf(url, bearer)`, then `await api((c) => c.makers.renewLease({ … }))`
+ * resolves with the decoded 2xx answer. Failures are sorted as infra/maker/ServiceFaults.ts does: a network fault
+ * (the error's name only: a message may quote the URL), a 5xx, 408 or 429 is ServiceUnavailable (with the service's
+ * Retry-After), any other answer ServiceRefused with the envelope's code and message.
  */
-import { backoffMs, classify, reachability, ServiceUnavailable } from "./ServiceFaults.ts"
+import { Cause, Effect, Exit, Option } from "effect"
+import { type ApiFailure, makeApiClient, type RawClient, request } from "../../src/Client/ApiClient.ts"
+import { backoffMs, reachability, ServiceRefused, ServiceUnavailable } from "./ServiceFaults.ts"
 
 /** An error's name only: messages of HTTP and chain clients may quote call arguments or an endpoint's URL. */
 export const errorName = (e: unknown) => (e instanceof Error ? e.name : "error")
 
-export const call = async (
-  api: string,
-  bearer: string | undefined,
-  method: string,
-  path: string,
-  body?: unknown,
-  // biome-ignore lint/suspicious/noExplicitAny: JSON as the API answers it
-): Promise<any> => {
-  let res: Response
-  try {
-    res = await fetch(`${api}${path}`, {
-      method,
-      headers: {
-        ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }),
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
-    })
-  } catch (e) {
-    throw new ServiceUnavailable(errorName(e))
+const toFault = (e: ApiFailure) =>
+  e._tag === "ApiUnreachable"
+    ? new ServiceUnavailable(e.reason)
+    : e.status >= 500 || e.status === 408 || e.status === 429
+      ? new ServiceUnavailable(`HTTP ${e.status}`, e.retryAfterMs)
+      : new ServiceRefused(e.status, e.code, e.message)
+
+export type Api = <A, E>(f: (client: RawClient) => Effect.Effect<A, E>) => Promise<A>
+
+/** Calls to `base` with `bearer` (a session token or `mk_` credential; none for public routes). */
+export const apiOf = (base: string, bearer?: string): Api => {
+  // No retry inside the client: the bot and the commands back off themselves (one line per outage).
+  const client = Effect.runPromise(makeApiClient(base, { bearer, retries: 0, timeout: "10 seconds" }))
+  return async (f) => {
+    const exit = await Effect.runPromiseExit(request(f(await client)))
+    if (Exit.isSuccess(exit)) return exit.value
+    const failure = Cause.failureOption(exit.cause)
+    throw Option.isSome(failure) ? toFault(failure.value) : new ServiceUnavailable("defect")
   }
-  const json = (await res.json().catch(() => ({}))) as Record<string, unknown>
-  classify(res.status, json, res.headers.get("retry-after"))
-  return json
 }
 
 /**

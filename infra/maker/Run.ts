@@ -18,15 +18,18 @@
  * (no lock under a set outlives valid_until + MAX_LOCK) or SIGINT/SIGTERM (a payment left unrevealed refunds to the
  * taker and counts as a fade).
  */
+
+import type { Effect } from "effect"
 import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { settlementEscrowV2Abi } from "../../src/Chain/artifacts/SettlementEscrowV2.ts"
+import type { RawClient } from "../../src/Client/ApiClient.ts"
 import { makeRevealLoop } from "../../src/Client/MakerRevealLoop.ts"
 import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
-import { call, errorName } from "./MakerHttp.ts"
+import { apiOf, errorName } from "./MakerHttp.ts"
 import { chooseValidity, type MakerOptions, type MakerV2Options } from "./MakerOptions.ts"
 import { backoffMs, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
 
@@ -38,10 +41,6 @@ interface Venue {
 }
 
 export class MakerStop extends Error {}
-
-/** One request with the bot's credential (or none, for public reads). */
-const callWith = (o: MakerOptions, method: string, path: string, body?: unknown, auth = true) =>
-  call(o.api, auth ? o.credential : undefined, method, path, body)
 
 /** Quote set refusals that a renewal cures (the set is made again under the current generation). */
 const RETRIED_SET_REFUSALS: ReadonlySet<string> = new Set(["LEASE_EXPIRED", "QUOTE_STALE"])
@@ -136,16 +135,19 @@ export const runMaker = async (
   stop: ReturnType<typeof stopper> = stopper(),
 ) => {
   const signer = privateKeyToAccount(o.signerKey)
+  // The typed client: public reads without a bearer, the lease and quote routes with the credential.
+  const publicApi = apiOf(o.api)
+  const api = apiOf(o.api, o.credential)
   const service = reachability(log)
   const started = Date.now()
   const running = () => !stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)
   /** A public read, retried through an outage (it is needed before anything else can start). */
-  const read = async <A>(path: string): Promise<A | undefined> => {
+  const read = async <A, E>(f: (c: RawClient) => Effect.Effect<A, E>): Promise<A | undefined> => {
     for (let attempt = 0; running(); attempt++) {
       try {
-        const json = await callWith(o, "GET", path, undefined, false)
+        const json = await publicApi(f)
         service.ok()
-        return json as A
+        return json
       } catch (e) {
         if (!(e instanceof ServiceUnavailable)) throw e
         service.fault(e.reason)
@@ -154,13 +156,10 @@ export const runMaker = async (
     }
     return undefined
   }
-  const venues = (await read<{ data: Array<Venue> }>("/v1/venues"))?.data
+  const venues = (await read((c) => c.info.venues()))?.data
   if (venues === undefined) return
   if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log, stop)
-  const info = await read<{
-    limits: { quote_validity_seconds_max: number }
-    settlement: { lock_cutoff_seconds: number; max_quote_life_seconds?: number; max_lock_seconds?: number }
-  }>("/v1/info")
+  const info = await read((c) => c.info.info())
   if (info === undefined) return
   // A v2 set lives at most MAX_QUOTE_LIFE (valid_until − issued_at); checked when the deployment shows it.
   const validitySeconds = chooseValidity(
@@ -187,7 +186,9 @@ export const runMaker = async (
   let leaseExpiresAt = ""
   let served = 0
   const renew = async () => {
-    const json = await callWith(o, "PUT", `/v1/quote-identities/${o.identity}/lease`, { ttl_seconds: o.ttlSeconds })
+    const json = await api((c) =>
+      c.makers.renewLease({ path: { id: o.identity }, payload: { ttl_seconds: o.ttlSeconds } }),
+    )
     generation = String(json.generation)
     leaseExpiresAt = String(json.expires_at)
   }
@@ -268,7 +269,7 @@ export const runMaker = async (
     // The set may reach the service even when its answer is lost: the reveal loop keeps it either way.
     if (v2Set !== undefined) known.splice(0, Math.max(0, known.push(v2Set) - KNOWN_SETS))
     try {
-      await callWith(o, "PUT", `/v1/orders/${o.order}/quotes`, body)
+      await api((c) => c.orders.publishQuotes({ path: { id: o.order }, payload: body as never }))
     } catch (e) {
       if (!(e instanceof ServiceRefused)) throw e
       log(`quote set ${sequence} refused: ${e.code} ${e.detail}`)

@@ -14,7 +14,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { getAddress, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { call, retrying } from "./MakerHttp.ts"
+import { apiOf, retrying } from "./MakerHttp.ts"
 import { UsageError } from "./MakerOptions.ts"
 import { type MakerState, readState, writeState } from "./MakerState.ts"
 import { ServiceRefused } from "./ServiceFaults.ts"
@@ -103,25 +103,33 @@ const reviewed = (flags: SetupFlags) => {
 }
 
 /** Sign-in with Ethereum: the challenge's message personal_signed exactly as given. Returns the session token. */
-export const signIn = async (api: string, owner: PrivateKeyAccount) => {
-  const challenge = await call(api, undefined, "POST", "/v1/auth/challenge", { address: owner.address })
-  const signature = await owner.signMessage({ message: challenge.message as string })
-  const verified = await call(api, undefined, "POST", "/v1/auth/verify", { nonce: challenge.nonce, signature })
-  return verified.token as string
+export const signIn = async (base: string, owner: PrivateKeyAccount) => {
+  const api = apiOf(base)
+  const challenge = await api((c) => c.auth.challenge({ payload: { address: owner.address } }))
+  const signature = await owner.signMessage({ message: challenge.message })
+  const verified = await api((c) => c.auth.verify({ payload: { nonce: challenge.nonce, signature } }))
+  return verified.token
 }
 
 /** Links `owner` on `venue` (its link message, or the venue's agent approval); an account already linked is fine. */
-const link = async (api: string, token: string, owner: PrivateKeyAccount, venue: string) => {
-  const me = await call(api, token, "GET", "/v1/me")
-  const accounts = (me.accounts ?? []) as Array<{ venue: string; address: string }>
+const link = async (base: string, token: string, owner: PrivateKeyAccount, venue: string) => {
+  const api = apiOf(base, token)
+  const me = await api((c) => c.account.me())
+  const accounts = me.accounts as ReadonlyArray<{ venue: string; address: string }>
   if (accounts.some((a) => a.venue === venue && getAddress(a.address) === owner.address)) return "already linked"
-  const challenge = await call(api, token, "POST", "/v1/accounts/challenge", { venue, address: owner.address })
+  const challenge = (await api((c) => c.account.linkChallenge({ payload: { venue, address: owner.address } }))) as {
+    nonce: string
+    message: string
+    typed_data?: unknown
+  }
   const signature: Hex =
     challenge.typed_data === undefined
-      ? await owner.signMessage({ message: challenge.message as string })
-      : await owner.signTypedData(challenge.typed_data)
+      ? await owner.signMessage({ message: challenge.message })
+      : await owner.signTypedData(challenge.typed_data as never)
   try {
-    await call(api, token, "POST", "/v1/accounts", { venue, address: owner.address, nonce: challenge.nonce, signature })
+    await api((c) =>
+      c.account.link({ payload: { venue, address: owner.address, nonce: challenge.nonce, signature } as never }),
+    )
   } catch (e) {
     if (e instanceof ServiceRefused && e.status === 409) return "already linked"
     throw e
@@ -175,8 +183,9 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     writeState(flags.state, state)
   }
   const retry = <A>(f: () => Promise<A>) => retrying(f, log)
+  const publicApi = apiOf(api)
 
-  const venues = (await retry(() => call(api, undefined, "GET", "/v1/venues"))).data as ReadonlyArray<Venue>
+  const venues: ReadonlyArray<Venue> = (await retry(() => publicApi((c) => c.info.venues()))).data
   const venue = venues.find((v) => v.id === flags.venue)
   if (venue === undefined) {
     throw new UsageError(`--venue ${flags.venue} is not one of ${venues.map((v) => v.id).join(", ")}`)
@@ -191,6 +200,7 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
 
   log(`Owner ${owner.address} signs in (SIWE)`)
   const token = await retry(() => signIn(api, owner))
+  const session = apiOf(api, token)
   log(`  ${venue.id}: ${await retry(() => link(api, token, owner, venue.id))}`)
 
   if (state.identity_id === undefined) {
@@ -199,11 +209,11 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     // A generated key lives in the state file only; one from the environment stays there.
     save({ signer: signer.address, ...(envSigner ? {} : { signer_key: signerKey }) })
     const prepared = await retry(() =>
-      call(api, token, "POST", "/v1/quote-identities/prepare", { signer: signer.address }),
+      session((c) => c.makers.prepareIdentity({ payload: { signer: signer.address } })),
     )
-    const signature = await signer.signTypedData(prepared.typed_data)
+    const signature = await signer.signTypedData(prepared.typed_data as never)
     const identity = await retry(() =>
-      call(api, token, "POST", "/v1/quote-identities", { signer: signer.address, signature }),
+      session((c) => c.makers.createIdentity({ payload: { signer: signer.address, signature } })),
     )
     save({ identity_id: identity.id })
   }
@@ -211,11 +221,11 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
 
   if (state.credential === undefined) {
     const credential = await retry(() =>
-      call(api, token, "POST", "/v1/credentials", {
-        quote_identity_id: state.identity_id,
-        scopes: ["quote"],
-        label: "maker cli",
-      }),
+      session((c) =>
+        c.makers.createCredential({
+          payload: { quote_identity_id: state.identity_id!, scopes: ["quote"], label: "maker cli" } as never,
+        }),
+      ),
     )
     save({ credential_id: credential.id, credential: credential.token })
   }
@@ -224,17 +234,24 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
   const clientOrderId = state.client_order_id ?? flags["client-order-id"] ?? `maker-${crypto.randomUUID()}`
   save({ client_order_id: clientOrderId })
   const created = await retry(() =>
-    call(api, token, "POST", "/v1/orders", {
-      client_order_id: clientOrderId,
-      venue: venue.id,
-      receive_venue: receiveId,
-      owner_address: owner.address,
-      amount: flags.amount,
-      quote_identity_id: state.identity_id,
-    }),
+    session((c) =>
+      c.orders.create({
+        payload: {
+          client_order_id: clientOrderId,
+          venue: venue.id,
+          receive_venue: receiveId,
+          owner_address: owner.address,
+          amount: flags.amount,
+          quote_identity_id: state.identity_id!,
+        } as never,
+      }),
+    ),
   )
   const orderId = created.order.id as Hex
-  const items = created.to_sign as Array<{ kind: string; typed_data: { domain?: { verifyingContract?: string } } }>
+  const items = created.to_sign as unknown as Array<{
+    kind: string
+    typed_data: { domain?: { verifyingContract?: string } }
+  }>
   // The escrow the owner's FundOrder names must be one you reviewed: the v2 escrow (--escrow-v2) or the venue's v1.
   const fund = items.find((i) => i.kind === "fund_order")
   const named = fund?.typed_data.domain?.verifyingContract
@@ -272,12 +289,12 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     const signatures: Record<string, Hex> = {}
     for (const item of items) signatures[item.kind] = await owner.signTypedData(item.typed_data as never)
     log(`  signed ${items.map((i) => i.kind).join(", ")} with the owner key`)
-    await retry(() => call(api, token, "POST", `/v1/orders/${orderId}/signatures`, signatures))
+    await retry(() => session((c) => c.orders.sign({ path: { id: orderId }, payload: signatures as never })))
   }
   const started = Date.now()
   let last = ""
   for (;;) {
-    const order = await retry(() => call(api, token, "GET", `/v1/orders/${orderId}`))
+    const order = await retry(() => session((c) => c.orders.get({ path: { id: orderId } })))
     if (order.state !== last) log(`  order ${order.state}${order.state === "funded" ? "" : " …"}`)
     last = order.state
     if (order.state === "funded") break
