@@ -4,7 +4,9 @@ import { Clock, Duration, Effect, FiberHandle, Layer, Schedule } from "effect"
 import { NotFound, StateConflict } from "../src/Domain/Errors.ts"
 import { BackstopAt, QuoteIdentityLease } from "../src/QuoteIdentities/LeaseEntity.ts"
 import { expireLease, renewLease } from "../src/Store/QuoteIdentities.ts"
+import { publicFailureMessage, Supervision } from "../src/Supervision.ts"
 
+const KIND = "quote-identity-lease"
 /** An entity without messages stops after this: longer than the longest lease (120 s), so a timer always fires. */
 export const LEASE_MAX_IDLE = Duration.minutes(3)
 /** Leases further away than this are not timed: a browser identity's lease is the far future. */
@@ -38,16 +40,18 @@ const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
     /** The generation whose backstop this instance wrote (or found written). */
     let backstopOf: string | null = null
 
-    const annotate = Effect.annotateLogs({ actor: "quote-identity-lease", identity: id })
+    // Every line names the identity and the runner (as keyed actors' do); /health counts the running instances.
+    const annotate = Effect.annotateLogs({ actor: KIND, key: id, runner })
+    const board = yield* Supervision
+    yield* board.instances(KIND, 1)
+    yield* Effect.addFinalizer(() => board.instances(KIND, -1))
 
     /** One expiry attempt; the transaction is never cut by a renewal's new timer (it waits for it). */
     const expireOnce = Effect.uninterruptible(expireLease({ id, runner })).pipe(
       Effect.provideService(SqlClient.SqlClient, sql),
       Effect.tap((outcome) =>
         outcome._tag === "Expired"
-          ? Effect.logInfo("quote identity lease expired").pipe(
-              Effect.annotateLogs({ generation: outcome.generation, runner }),
-            )
+          ? Effect.logInfo("quote identity lease expired").pipe(Effect.annotateLogs({ generation: outcome.generation }))
           : Effect.void,
       ),
     )
@@ -57,7 +61,12 @@ const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
       Effect.sleep(Duration.millis(Math.max(0, ms))).pipe(
         Effect.zipRight(
           expireOnce.pipe(
-            Effect.tapErrorCause((cause) => Effect.logWarning("lease expiry failed; retrying", cause)),
+            Effect.tapErrorCause((cause) =>
+              Effect.logWarning("lease expiry failed; retrying", cause).pipe(
+                Effect.zipRight(Clock.currentTimeMillis),
+                Effect.flatMap((now) => board.entityFailed(KIND, publicFailureMessage(cause), now)),
+              ),
+            ),
             Effect.retry(RETRY),
             Effect.orDie,
           ),
@@ -141,7 +150,7 @@ const adoptLeases = Effect.gen(function* () {
 }).pipe(
   Effect.tapErrorCause((cause) => Effect.logWarning("lease adoption failed; retrying", cause)),
   Effect.retry(RETRY),
-  Effect.annotateLogs({ actor: "quote-identity-lease" }),
+  Effect.annotateLogs({ actor: KIND }),
 )
 
 /** The lease entity, registered on this runner, and the adoption of leases at start (in the background). */
