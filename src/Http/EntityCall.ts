@@ -1,6 +1,9 @@
 import { ClusterError } from "@effect/cluster"
-import { Duration, Effect } from "effect"
+import { RpcClient } from "@effect/rpc"
+import { Duration, Effect, FiberRef } from "effect"
+import { REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
+import { CurrentRequestId } from "./RequestId.ts"
 
 /** The bound of an HTTP → entity call unless the caller says otherwise (leases pass ~2 s). */
 export const DEFAULT_ENTITY_CALL_TIMEOUT = Duration.seconds(10)
@@ -18,7 +21,8 @@ const isInfrastructure = (u: unknown): u is Infrastructure =>
  * handler's call goes through here. A timeout, MailboxFull, AlreadyProcessingMessage or
  * PersistenceError becomes `ServiceUnavailable` (503, retryable: the client retries the same request;
  * its idempotency key makes the retry safe), logged once here with its kind; catalogue errors and
- * every other failure pass through unchanged.
+ * every other failure pass through unchanged. The call carries the request id as the RPC header
+ * `REQUEST_ID_HEADER`, so the entity's spans and log lines can name the request (`withRequestIdOf`).
  *
  * `callEntity(client(id).Renew({ ttl }), { timeout: "2 seconds", what: "lease renewal" })`
  */
@@ -33,7 +37,10 @@ export const callEntity = <A, E, R>(
       Effect.logWarning("entity call unavailable", { what, kind }),
       Effect.fail(new ServiceUnavailable({ message: `the service could not complete the ${what} in time; retry` })),
     )
-  return call.pipe(
+  const withRequestId = Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
+    RpcClient.withHeaders(call, { [REQUEST_ID_HEADER]: requestId }),
+  )
+  return withRequestId.pipe(
     Effect.timeoutFail({ duration: timeout, onTimeout: () => "timeout" as const }),
     Effect.catchAll((e: unknown) =>
       e === "timeout"

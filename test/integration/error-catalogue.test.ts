@@ -13,9 +13,11 @@
  * test of callEntity below, and the probe).
  */
 import { ClusterError, EntityAddress, EntityId, EntityType, ShardId, Snowflake } from "@effect/cluster"
+import { RpcClient } from "@effect/rpc"
 import { expect, layer, it as plain } from "@effect/vitest"
-import { Effect, Either, Fiber, TestClock } from "effect"
+import { Effect, Either, Fiber, FiberRef, TestClock } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
 import {
   CATALOGUE,
   type CatalogueClass,
@@ -35,6 +37,7 @@ import {
   UpgradeRequired,
 } from "../../src/Domain/Errors.ts"
 import { callEntity } from "../../src/Http/EntityCall.ts"
+import { CurrentRequestId } from "../../src/Http/RequestId.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { bearer, json, post, signIn } from "../support/SignIn.ts"
@@ -230,5 +233,9 @@ plain.effect("callEntity: a timeout and the cluster's failures are ServiceUnavai
     const own = yield* Effect.either(callEntity(Effect.fail(new NotFound({ message: "no such key" }))))
     expect(Either.isLeft(own) && own.left).toBeInstanceOf(NotFound)
     expect(yield* callEntity(Effect.succeed(7))).toBe(7)
+    // The call carries the request id as an RPC header (the entity's spans and log lines name the request).
+    const id = "3f1c2a9e-8b7d-4c6e-9a5b-1d2e3f4a5b6c"
+    const headers = yield* Effect.locally(callEntity(FiberRef.get(RpcClient.currentHeaders)), CurrentRequestId, id)
+    expect(headers[REQUEST_ID_HEADER]).toBe(id)
   }),
 )
