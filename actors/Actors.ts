@@ -10,11 +10,13 @@ import { VenueWatchersLive } from "./VenueWatcher.ts"
 import { WithdrawalDeskLive } from "./WithdrawalDesk.ts"
 
 /**
- * Every actor this runner hosts. Each runner registers all of them; the cluster places each singleton
- * on one runner, and its supervisor (src/Supervision.ts, records from src/Cluster.ts) restarts it
- * there when it fails. The singletons (9 with one venue): a watcher and a relayer per venue chain, the
- * journal publisher, and six shared sweeps (lease-keeper, close-queue, settlement, withdrawal-desk,
- * order-funding, transfer-desk) that issue 22 turns into keyed entities.
+ * Every actor this runner hosts; each runner registers all of them (DESIGN §4).
+ * - Singletons (src/Supervision.ts `supervisedSingleton`: placed on one runner, restarted there with backoff
+ *   when they fail): a watcher and a relayer per venue chain, and the journal publisher.
+ * - Keyed entities (an instance per key on the runner owning its shard): the lease per quote identity
+ *   (QuoteIdentityLease), and on the shared loop of actors/Keyed.ts the close queue per (owner, chain), the
+ *   withdrawal desk per venue account, order funding per order, settlement per take and the transfer desk
+ *   per transfer. HTTP handlers message them; the database stays the truth.
  */
 export const ActorsLive = Layer.mergeAll(
   JournalPublisherLive,
