@@ -16,8 +16,8 @@
  * (actors/SettlementV2.ts, src/Domain/SettlementStepV2.ts): no secret held, one payTake per take. This pass reads
  * v1 takes only, and v1 decisions are unchanged.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Option, Queue, Schedule, Stream } from "effect"
+import { Entity } from "@effect/cluster"
+import { Duration, Effect, Layer, Option } from "effect"
 import { getAddress, type Hex } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
@@ -46,13 +46,17 @@ import {
   outcomesOf,
   recordCall,
   type SettlingFill,
+  settlementPendingTakes,
   settlingFills,
+  takeOfFill,
+  takeToSettle,
 } from "../src/Store/Settlement.ts"
 import { expireUnsignedTakes } from "../src/Store/Takes.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
-import { sweepSettlementV2 } from "./SettlementV2.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
+import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
+import { settleTakeV2 } from "./SettlementV2.ts"
 
-/** Pass interval without a wake-up: newly signed fills are found by it (relayer outcomes and index pages wake the sweep). */
+/** A pending take's cadence without a wake-up (relayer outcomes and index pages wake it sooner). */
 export const SETTLEMENT_SWEEP = Duration.millis(250)
 /** Fills acted on at once within a page (each action is one or two short transactions and a relayer insert). */
 const FILL_CONCURRENCY = 4
@@ -159,18 +163,34 @@ export const chainTimes = (venues: ReadonlyArray<string>) =>
     return times
   })
 
-/** One pass over the nonfinal fills: one action per fill. Returns how many fills it acted on. */
-export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
+/** What one pass over a take's fills did: fills it acted on, and nonfinal fills it saw (0: nothing left). */
+export interface TakePass {
+  readonly acted: number
+  readonly open: number
+}
+
+/**
+ * One pass over the nonfinal v1 fills of one take: one action per fill. `times` gives the chains' latest block
+ * times (read only when there is a fill to drive).
+ */
+export const settleTakeV1 = <E, R>(
+  open: OpenSecret,
+  takeId: string,
+  chainTimes: Effect.Effect<ReadonlyMap<string, bigint>, E, R>,
+  pageSize = BATCH,
+) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     let acted = 0
-    let times: Map<string, bigint> | null = null
+    let seen = 0
+    let times: ReadonlyMap<string, bigint> | null = null
     let after: { createdKey: string; id: string } | null = null
-    // Every nonfinal fill each pass, page by page: fills waiting for an expiry must not starve newer ones.
+    // Every nonfinal fill of the take each pass, page by page: fills waiting for an expiry must not starve newer ones.
     for (;;) {
-      const fills: ReadonlyArray<SettlingFill> = yield* settlingFills(pageSize, after)
+      const fills: ReadonlyArray<SettlingFill> = yield* settlingFills(pageSize, after, takeId)
       if (fills.length === 0) break
-      times ??= yield* chainTimes(deployment.venues.map((v) => v.id))
+      seen += fills.length
+      times ??= yield* chainTimes
       const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
       const chainNow = times
       const advance = (f: SettlingFill) => {
@@ -228,49 +248,84 @@ export const sweepSettlement = (open: OpenSecret, pageSize = BATCH) =>
       const last: SettlingFill = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return acted
+    return { acted, open: seen } satisfies TakePass
   })
 
-export const runSettlement = (open: OpenSecret) =>
-  Effect.gen(function* () {
-    const pg = yield* PgClient.PgClient
-    const { deployment } = yield* AppConfig
-    const wake = yield* Queue.sliding<void>(1)
-    // A settlement call's relayer outcome (included, final, failed) and a watcher page with escrow events (a step
-    // final in the index) wake the sweep at once; SETTLEMENT_SWEEP is only the fallback.
-    yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
-      Stream.filter((key) => key.startsWith("settle:")),
-      Stream.runForEach(() => Queue.offer(wake, undefined)),
-      Effect.retry(Schedule.spaced("1 second")),
-      Effect.forkScoped,
-    )
-    yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(
-      Stream.runForEach(() => Queue.offer(wake, undefined)),
-      Effect.retry(Schedule.spaced("1 second")),
-      Effect.forkScoped,
-    )
-    // Unsigned takes past their pay window release their reservations (state expired) on the same beat.
-    const v1Pass = Effect.zipRight(
-      expireUnsignedTakes().pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("expiring unsigned takes failed; retrying", cause)),
-      ),
-      sweepSettlement(open),
-    ).pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement pass failed; retrying", cause), 0)))
-    // v2 fills (takes.escrow_version = 2) on their own pass, same beat; v1 fills never reach it, nor it them.
-    const v2Pass = sweepSettlementV2(chainTimes(deployment.venues.map((v) => v.id))).pipe(
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement v2 pass failed; retrying", cause), 0)),
-    )
-    yield* Effect.zipWith(v1Pass, v2Pass, (v1, v2) => v1 + v2).pipe(
-      // After a pass that acted, go again at once: the next step of those fills may already be decidable.
-      Effect.flatMap((acted) =>
-        acted > 0 ? Effect.void : Queue.take(wake).pipe(Effect.timeout(SETTLEMENT_SWEEP), Effect.ignore),
-      ),
-      Effect.forever,
-    )
-  }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "Settlement" }))
+/**
+ * One pass of a take's Settlement entity (its step): a reserved take past its pay window expires (releasing its
+ * reservations); a signed take's nonfinal fills advance one action each (v1 or v2 by the take's escrow version;
+ * v1 decisions unchanged, v2's in actors/SettlementV2.ts). Pending while a fill is not final: looked at again at
+ * once after a pass that acted (the next step may already be decidable), else within SETTLEMENT_SWEEP (chain
+ * times move expiries; relayer outcomes and index pages wake it sooner). A reserved take waits for its window's end
+ * (the signatures route wakes it when signed).
+ */
+export const stepSettlement =
+  <E, R>(open: OpenSecret, chainTimes: Effect.Effect<ReadonlyMap<string, bigint>, E, R>, pageSize = BATCH) =>
+  (takeId: string) =>
+    Effect.gen(function* () {
+      const take = yield* takeToSettle(takeId)
+      if (take === undefined) return idle
+      if (take.state === "reserved") {
+        if (take.window_ms > 0) return again(Duration.millis(Math.min(take.window_ms + 50, 60_000)))
+        yield* expireUnsignedTakes(1, takeId)
+        return idle
+      }
+      if (take.state !== "signed") return idle
+      const pass: TakePass =
+        take.escrow_version === 2
+          ? yield* settleTakeV2(takeId, chainTimes, pageSize)
+          : yield* settleTakeV1(open, takeId, chainTimes, pageSize)
+      if (pass.open === 0) return idle
+      return pass.acted > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
+    }).pipe(Effect.annotateLogs({ take_id: takeId }))
 
-/** The singleton, given how secrets are opened. */
-export const settlementLive = (open: OpenSecret) => supervisedSingleton("settlement", runSettlement(open))
+/** Takes with settlement work pending (the start-up adoption wakes them; src/Store/Settlement.ts). */
+export const pendingKeys = settlementPendingTakes()
 
-/** The service's singleton: secrets opened from their sealed rows (src/Store/FillSecrets.ts). */
+/** An entity per take (id = the take id). */
+export const Settlement = Entity.make("settlement", [Wake, Tick])
+
+/** Chain times are read once per SETTLEMENT_SWEEP per runner at most, whichever take asks first. */
+const CHAIN_TIMES_TTL = Duration.millis(200)
+
+/**
+ * Wakes on this runner (actors/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
+ * `settle:take:<take id>:payTake`) wakes its take; a committed escrow index page (v1 or v2) of a venue wakes the
+ * takes with a fill open on it (a step may be final now).
+ */
+const SettlementWakesLive = Layer.mergeAll(
+  wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (key) =>
+    Effect.gen(function* () {
+      if (!key.startsWith("settle:")) return
+      const [, first, second] = key.split(":")
+      const takeId = first === "take" ? second : yield* takeOfFill(first ?? "")
+      if (takeId !== undefined) yield* wakeOwned(Settlement, [takeId])
+    }),
+  ),
+  wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (venue) =>
+    Effect.flatMap(settlementPendingTakes(venue), (ids) => wakeOwned(Settlement, ids)),
+  ),
+)
+
+/** The entity alone, given how secrets are opened (a runner with it and nothing else resumes takes from their ticks). */
+export const settlementEntityLive = (open: OpenSecret) =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const { deployment } = yield* AppConfig
+      const times = yield* Effect.cachedWithTTL(chainTimes(deployment.venues.map((v) => v.id)), CHAIN_TIMES_TTL)
+      return Settlement.toLayer(
+        Effect.gen(function* () {
+          const drive = yield* keyedDriver(Settlement, stepSettlement(open, times))
+          return { Wake: drive.onWake, Tick: drive.onTick }
+        }),
+        keyedEntityOptions,
+      )
+    }),
+  )
+
+/** The entity, its wakes and the adoption of pending takes, given how secrets are opened. */
+export const settlementLive = (open: OpenSecret) =>
+  Layer.mergeAll(settlementEntityLive(open), SettlementWakesLive, keyedAdoption(Settlement, pendingKeys))
+
+/** The service's settlement: secrets opened from their sealed rows (src/Store/FillSecrets.ts). */
 export const SettlementLive = settlementLive(openStoredFillSecret)

@@ -1,6 +1,6 @@
 /**
- * Settlement's pass over settlement-v2 fills (takes.escrow_version = 2), run by the Settlement singleton beside the
- * v1 pass (actors/Settlement.ts). Same crash rule as v1: the decision (src/Domain/SettlementStepV2.ts) is
+ * Settlement's pass over a settlement-v2 take's fills (takes.escrow_version = 2), run by the take's Settlement
+ * entity where a v1 take runs the v1 pass (actors/Settlement.ts). Same crash rule as v1: the decision (src/Domain/SettlementStepV2.ts) is
  * recomputed from rows every pass, and a call's key is committed (with its state change and journal rows) BEFORE
  * the call goes to the Relayer. v2 calls go to each venue's `escrow_v2`. The service holds no v2 secret: claim and
  * claimPayment are built from the secret the v2 index shows public (the maker's own claimPayment revealed it).
@@ -122,10 +122,12 @@ const submitCallV2 = (f: SettlingFillV2, call: SettlementCall, key: string) =>
   )
 
 /**
- * One pass over the nonfinal v2 fills; `chainTimes` (latest block time per venue) is read once, and only when there
- * is a fill to drive. Returns how many fills it acted on.
+ * One pass over the nonfinal v2 fills of one take (its Settlement entity's step, actors/Settlement.ts);
+ * `chainTimes` (latest block time per venue) is read once, and only when there is a fill to drive. Returns how
+ * many fills it acted on and how many nonfinal fills it saw.
  */
-export const sweepSettlementV2 = <E, R>(
+export const settleTakeV2 = <E, R>(
+  takeId: string,
   chainTimes: Effect.Effect<ReadonlyMap<string, bigint>, E, R>,
   pageSize = BATCH,
 ) =>
@@ -135,11 +137,13 @@ export const sweepSettlementV2 = <E, R>(
     const revealCutoff = BigInt(s.reveal_cutoff_seconds)
     const policy = { maxFadeRate: s.max_fade_rate, minChances: s.fade_min_chances }
     let acted = 0
+    let seen = 0
     let times: ReadonlyMap<string, bigint> | null = null
     let after: { createdKey: string; id: string } | null = null
     for (;;) {
-      const fills: ReadonlyArray<SettlingFillV2> = yield* settlingFillsV2(pageSize, after)
+      const fills: ReadonlyArray<SettlingFillV2> = yield* settlingFillsV2(pageSize, after, takeId)
       if (fills.length === 0) break
+      seen += fills.length
       times ??= yield* chainTimes
       const chainNow = times
       const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
@@ -209,5 +213,5 @@ export const sweepSettlementV2 = <E, R>(
       const last: SettlingFillV2 = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return acted
+    return { acted, open: seen }
   })

@@ -1,5 +1,6 @@
 /**
- * TransferDesk: completes transfer intents that were created short of funds. Once the intent's funding
+ * TransferDesk: an entity per transfer intent (on actors/Keyed.ts) that completes it when it was created short of
+ * funds (or, on v2, before its pay key). Once the intent's funding
  * withdrawal is `relayed` AND the payer's wallet on the `from` chain holds `amount_in`, it creates the take
  * (src/Store/TransferTake.ts), which the client then signs from GET /v1/takes/{id}.
  *
@@ -11,14 +12,22 @@
  * the client may cancel meanwhile. A settlement-v2 transfer is due only once its pay key is given (the take's
  * Fills name it; dueTransfers), with or without a funding withdrawal.
  */
+import { Entity } from "@effect/cluster"
 import { Duration, Effect, Layer, Option } from "effect"
 import { SecureRandom } from "../src/SecureRandom.ts"
-import { deferTransfer, dueTransfers, type TransferRow } from "../src/Store/Transfers.ts"
+import {
+  deferTransfer,
+  deskPendingTransfers,
+  deskState,
+  dueTransfers,
+  type TransferRow,
+} from "../src/Store/Transfers.ts"
 import { payerBalance, takeForTransfer } from "../src/Store/TransferTake.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
+import { wakeIfClustered } from "./KeyedWakes.ts"
+import { Settlement } from "./Settlement.ts"
 
-const BATCH = 32
-/** Pass interval; a relayed withdrawal's payout lands on chain within seconds, so a second is enough. */
+/** A pending transfer's cadence; a relayed withdrawal's payout lands on chain within seconds, so a second is enough. */
 export const TRANSFER_SWEEP = Duration.seconds(1)
 /** Retry delay after the wallet was still short (the venue's payout is on its way). */
 const WALLET_RETRY_MS = 2_000
@@ -29,14 +38,16 @@ const advance = (t: TransferRow) =>
   Effect.gen(function* () {
     const balance = yield* payerBalance(t.from_venue, t.payer)
     if (Option.isNone(balance)) {
-      return yield* deferTransfer(t.id, `could not read the payer's balance on ${t.from_venue}`, TAKE_RETRY_MS)
+      yield* deferTransfer(t.id, `could not read the payer's balance on ${t.from_venue}`, TAKE_RETRY_MS)
+      return undefined
     }
     if (balance.value < BigInt(t.amount_in)) {
-      return yield* deferTransfer(
+      yield* deferTransfer(
         t.id,
         `waiting for the payer's wallet to hold ${t.amount_in} (holds ${balance.value})`,
         WALLET_RETRY_MS,
       )
+      return undefined
     }
     const outcome = yield* takeForTransfer(t).pipe(
       Effect.catchTags({
@@ -51,28 +62,45 @@ const advance = (t: TransferRow) =>
     )
     if (typeof outcome === "string") {
       yield* Effect.logInfo(`transfer ${t.id}: no take yet: ${outcome}`)
-      return yield* deferTransfer(t.id, outcome, TAKE_RETRY_MS)
+      yield* deferTransfer(t.id, outcome, TAKE_RETRY_MS)
+      return undefined
     }
-    if (outcome._tag === "Created") yield* Effect.logInfo(`transfer ${t.id}: take ${outcome.takeId} created`)
+    if (outcome._tag !== "Created") return undefined
+    yield* Effect.logInfo(`transfer ${t.id}: take ${outcome.takeId} created`)
+    return outcome.takeId
   })
 
-/** One pass over the due intents (tests call it directly). A failure of one intent does not stop the others. */
-export const sweepTransfers = Effect.gen(function* () {
-  for (const t of yield* dueTransfers(BATCH)) {
-    yield* advance(t).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning(`transfer ${t.id}: desk pass failed; retrying`, cause)),
-    )
-  }
-})
+/**
+ * One pass of a transfer's TransferDesk entity (its step): when the intent is due (dueTransfers: funding relayed or
+ * none needed, v2 pay key given, no deferral running), try its take. Pending while the transfer can still get a take
+ * (deskState): looked at again when its deferral ends, else within TRANSFER_SWEEP (the funding withdrawal turning
+ * relayed is noticed on that beat, as the singleton's sweep did). The take it creates is woken for settlement (its
+ * pay window runs from now).
+ */
+export const stepTransferDesk = (id: string) =>
+  Effect.gen(function* () {
+    for (const t of yield* dueTransfers(1, id)) {
+      const created = yield* advance(t)
+      if (created !== undefined) yield* wakeIfClustered(Settlement, created)
+    }
+    const state = yield* deskState(id)
+    if (state === undefined || !state.pending) return idle
+    return again(Duration.millis(Math.max(state.wait_ms, Duration.toMillis(TRANSFER_SWEEP))))
+  })
 
-/** The desk's loop; runs until interrupted. */
-export const runTransferDesk = sweepTransfers.pipe(
-  Effect.catchAllCause((cause) => Effect.logWarning("transfer desk pass failed; retrying", cause)),
-  Effect.zipRight(Effect.sleep(TRANSFER_SWEEP)),
-  Effect.forever,
-  Effect.annotateLogs({ actor: "TransferDesk" }),
-)
+/** Transfers the desk still has to give a take (the start-up adoption wakes them). */
+export const pendingKeys = deskPendingTransfers
 
-export const TransferDeskLive = supervisedSingleton("transfer-desk", runTransferDesk).pipe(
-  Layer.provide(SecureRandom.Live),
-)
+/** An entity per transfer intent (id = the transfer id). */
+export const TransferDesk = Entity.make("transfer-desk", [Wake, Tick])
+
+export const TransferDeskLive = Layer.mergeAll(
+  TransferDesk.toLayer(
+    Effect.gen(function* () {
+      const drive = yield* keyedDriver(TransferDesk, stepTransferDesk)
+      return { Wake: drive.onWake, Tick: drive.onTick }
+    }),
+    keyedEntityOptions,
+  ),
+  keyedAdoption(TransferDesk, pendingKeys),
+).pipe(Layer.provide(SecureRandom.Live))

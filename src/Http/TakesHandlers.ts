@@ -1,5 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { wakeIfClustered } from "../../actors/KeyedWakes.ts"
+import { Settlement } from "../../actors/Settlement.ts"
 import { AppConfig } from "../Config.ts"
 import {
   ChainUnavailable,
@@ -139,6 +141,10 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
             maxParts: payload.max_parts,
             payKey: payload.pay_key,
           }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
+          // Each change of a take is woken, not sent as a persisted intent: createTake/signTake/authorizePay commit
+          // the rows in their own transactions and a repeat is answered from the take's row (client_take_id, state).
+          // The take's Settlement entity expires it at the end of its pay window unless signed.
+          yield* wakeIfClustered(Settlement, out.take.id)
           return wire(out)
         }),
       )
@@ -155,10 +161,12 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
           }
           if (payload.pay_authorization !== undefined) {
             yield* acceptPayAuthorization(view, session.master, payload.pay_authorization)
+            yield* wakeIfClustered(Settlement, view.take.id)
             return wire(yield* ownTake(view.take.id, session.master))
           }
           if (payload.cancels !== undefined) {
             yield* acceptCancels(view, session.master, payload.cancels)
+            yield* wakeIfClustered(Settlement, view.take.id)
             return wire(yield* ownTake(view.take.id, session.master))
           }
           if (payload.permit === undefined || payload.fills === undefined) {
@@ -208,6 +216,8 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
                   : `the take is ${outcome.state}`,
             })
           }
+          // Signed (or a repeat): the take's Settlement entity drives its fills from here.
+          yield* wakeIfClustered(Settlement, view.take.id)
           return wire(yield* ownTake(view.take.id, session.master))
         }),
       )

@@ -1,6 +1,9 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { wakeIfClustered } from "../../actors/KeyedWakes.ts"
+import { Settlement } from "../../actors/Settlement.ts"
+import { TransferDesk } from "../../actors/TransferDesk.ts"
 import { AppConfig } from "../Config.ts"
 import {
   ChainUnavailable,
@@ -60,6 +63,10 @@ const sameParameters = (row: TransferRow, p: Parameters) =>
 const answerRepeat = HttpApp.appendPreResponseHandler((_request, response) =>
   Effect.succeed(HttpServerResponse.setStatus(response, 200)),
 )
+
+/** After a commit: the transfer's desk entity (a take to create) or its take's Settlement entity (one created). */
+const wakeTransfer = (row: TransferRow) =>
+  row.take_id === null ? wakeIfClustered(TransferDesk, row.id) : wakeIfClustered(Settlement, row.take_id)
 
 export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handlers) =>
   Effect.gen(function* () {
@@ -168,6 +175,9 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
           const row = yield* findTransferByClientId(session.master, transfer.clientTransferId).pipe(Effect.orDie)
           if (Option.isNone(row)) return yield* Effect.dieMessage("the transfer vanished after its insert")
           if (!inserted) return yield* repeat(row.value, params)
+          // Committed: the intent is woken, not sent as a persisted message: the spec's 201/200/409 come from the
+          // lookup by client id above, and the rows (intent and maybe its take) are already written.
+          yield* wakeTransfer(row.value)
           return (yield* transferViews([row.value]))[0]!
         }),
       )
@@ -220,8 +230,9 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
             case "OtherKey":
               return yield* new StateConflict({ message: "another pay key was already given for this transfer's take" })
           }
-          const row = yield* findTransfer(path.id).pipe(Effect.orDie)
-          return (yield* transferViews([Option.getOrThrow(row)]))[0]!
+          const row = Option.getOrThrow(yield* findTransfer(path.id).pipe(Effect.orDie))
+          yield* wakeTransfer(row)
+          return (yield* transferViews([row]))[0]!
         }),
       )
       .handle("cancel", ({ path }) =>

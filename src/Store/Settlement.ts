@@ -110,6 +110,7 @@ export type FillRow = Pick<
 export const settlingFills = (
   limit: number,
   after: { readonly createdKey: string; readonly id: string } | null = null,
+  takeId?: string,
 ) =>
   Effect.flatMap(
     SqlClient.SqlClient,
@@ -131,9 +132,46 @@ export const settlingFills = (
       left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = f.fill_key
       where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
         and t.escrow_version = 1
+        ${takeId === undefined ? sql`` : sql`and f.take_id = ${takeId}::uuid`}
         ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
       order by f.created_at, f.id
       limit ${limit}`,
+  )
+
+/**
+ * Takes the Settlement entity (one per take, actors/Settlement.ts) still has to drive: reserved (their pay window
+ * ends them) or signed with a fill not yet final. `venue`: only takes with a fill on that venue (an escrow index
+ * page of it may have changed them).
+ */
+export const settlementPendingTakes = (venue?: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ id: string }>`
+      select t.id::text as id from takes t where t.state = 'reserved'
+        ${venue === undefined ? sql`` : sql`and (t.from_venue = ${venue} or t.to_venue = ${venue})`}
+      union
+      select f.take_id::text from fills f join takes t on t.id = f.take_id
+      where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+        and t.state = 'signed'
+        ${venue === undefined ? sql`` : sql`and (f.maker_venue = ${venue} or f.taker_venue = ${venue})`}`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id)),
+    ),
+  )
+
+/** The take a Settlement entity drives: its state, version and pay window (database time); undefined: no such take. */
+export const takeToSettle = (takeId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ state: string; escrow_version: number; window_ms: number }>`
+      select state, escrow_version::int as escrow_version,
+             greatest(0, extract(epoch from (pay_deadline - now())) * 1000)::float8 as window_ms
+      from takes where id = ${takeId}::uuid`.pipe(Effect.map((rows) => rows[0])),
+  )
+
+/** The take of a fill (a relayer outcome names the fill). */
+export const takeOfFill = (fillId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ take_id: string }>`select take_id::text from fills where id = ${fillId}::uuid`.pipe(
+      Effect.map((rows) => rows[0]?.take_id),
+    ),
   )
 
 /** The relayer outcomes of these keys (absent keys: the relayer never got them). */

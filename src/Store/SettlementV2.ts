@@ -54,6 +54,7 @@ export interface SettlingFillV2 extends FillRow {
 export const settlingFillsV2 = (
   limit: number,
   after: { readonly createdKey: string; readonly id: string } | null = null,
+  takeId?: string,
 ) =>
   Effect.flatMap(
     SqlClient.SqlClient,
@@ -82,6 +83,7 @@ export const settlingFillsV2 = (
       left join escrow_v2_payments p on p.venue = f.taker_venue and p.fill_digest = f.fill_digest
       where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
         and t.escrow_version = 2
+        ${takeId === undefined ? sql`` : sql`and f.take_id = ${takeId}::uuid`}
         ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
       order by f.created_at, f.id
       limit ${limit}`,

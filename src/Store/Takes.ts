@@ -218,7 +218,7 @@ export const signTake = (p: {
  * makes it visible in the rows and frees ACCOUNT_IN_USE). Rows another transaction holds are left for the next run.
  * Returns how many takes it expired. Call it periodically (the Settlement actor does).
  */
-export const expireUnsignedTakes = (limit = 500) =>
+export const expireUnsignedTakes = (limit = 500, takeId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
@@ -227,6 +227,7 @@ export const expireUnsignedTakes = (limit = 500) =>
             updated_at = now()
           where t.id in (
             select id from takes where state = 'reserved' and pay_deadline <= now()
+              ${takeId === undefined ? sql`` : sql`and id = ${takeId}::uuid`}
             order by pay_deadline limit ${limit} for update skip locked)
           returning t.id::text as id, t.master`
         if (expired.length === 0) return 0

@@ -257,15 +257,44 @@ export const transfersPage = (master: string, after: string | undefined, limit: 
  * funding withdrawal relayed or (v2 only) no preparation at all. A v1 transfer without a preparation got its take
  * at creation or was never stored; a v2 one gets it when the pay key is given, and here if that attempt was refused.
  */
-export const dueTransfers = (limit: number) =>
+export const dueTransfers = (limit: number, id?: string) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<TransferRow>`
       ${SELECT(sql)}
-      where t.take_id is null and t.cancelled_at is null
+      where t.take_id is null and t.cancelled_at is null ${id === undefined ? sql`` : sql`and t.id = ${id}::uuid`}
         and (t.next_attempt_at is null or t.next_attempt_at <= now())
         and (t.take_version = 1 or t.pay_key is not null)
         and ((t.preparation_id is null and t.take_version = 2) or exists (
           select 1 from withdrawals w where w.preparation_id = t.preparation_id and w.state = 'relayed'))
       order by t.created_at limit ${limit}`,
+  )
+
+/**
+ * Where a transfer without a take can still get one (the TransferDesk entity, one per transfer, looks again while
+ * so): not cancelled, its take's version has what it needs to start (v1, or the v2 pay key given), and its funding,
+ * if any, can still come (a withdrawal of its preparation that has not failed, or a preparation not yet signed and
+ * not expired). A failed withdrawal or an expired preparation leave nothing to do but cancel.
+ */
+const DESK_PENDING = (sql: SqlClient.SqlClient) => sql`
+  t.take_id is null and t.cancelled_at is null and (t.take_version = 1 or t.pay_key is not null)
+  and (t.preparation_id is null
+    or exists (select 1 from withdrawals w where w.preparation_id = t.preparation_id and w.state <> 'failed')
+    or (not exists (select 1 from withdrawals w where w.preparation_id = t.preparation_id)
+      and exists (select 1 from withdrawal_preparations p where p.id = t.preparation_id and p.expires_at > now())))`
+
+/** Transfers the desk still has to give a take (start-up adoption of the TransferDesk entities). */
+export const deskPendingTransfers = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ id: string }>`select t.id::text as id from transfers t where ${DESK_PENDING(sql)}`.pipe(
+    Effect.map((rows) => rows.map((r) => r.id)),
+  ),
+)
+
+/** Whether this transfer is still pending for the desk, and how long until its next attempt is due (ms, ≥ 0). */
+export const deskState = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ pending: boolean; wait_ms: number }>`
+      select ${DESK_PENDING(sql)} as pending,
+        greatest(0, coalesce(extract(epoch from (t.next_attempt_at - now())) * 1000, 0))::float8 as wait_ms
+      from transfers t where t.id = ${id}::uuid`.pipe(Effect.map((rows) => rows[0])),
   )

@@ -25,11 +25,13 @@
  * be shared). BENCH_TAKES (default 8) and BENCH_FILLS (default 3) size the run; it ends by itself in a few minutes.
  */
 import { loadavg } from "node:os"
+import { TestRunner } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { runSettlement } from "../../actors/Settlement.ts"
+import { wakeKeyed } from "../../actors/Keyed.ts"
+import { pendingKeys, Settlement, SettlementLive } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
@@ -46,9 +48,10 @@ import {
   type StoredQuote,
 } from "../../src/Chain/SettlementCalls.ts"
 import { AppConfig } from "../../src/Config.ts"
-import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
+import { Supervision } from "../../src/Supervision.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { runKeyed } from "../support/KeyedActors.ts"
 import { type MakerOrder, makerOrder, signedTake, type TakeFill } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
@@ -320,14 +323,20 @@ const program = Effect.gen(function* () {
   const { n: rawN, span: rawSpan, latency: rawLatency } = yield* rawRun(false)
   const matched = yield* rawRun(true)
 
-  // The service: the Settlement actor sweeps every signed fill from now on.
+  // The service: a Settlement entity per take drives its signed fills from now on.
   const serviceOrders = yield* makers(account(OPERATOR).address, account(1))
   const servicePayers = yield* payers
   // The escrow index must show the orders funded before a lock is decided on.
   yield* Effect.sleep(`${(INTERVAL ? 1000 : BLOCK_MS) * (CONFIRMATIONS + 2)} millis`)
-  yield* Effect.forkScoped(runSettlement(openStoredFillSecret))
+  // A Settlement entity per take on an in-memory runner, each woken once its take is signed (as the route does).
+  const cluster = yield* Layer.build(Layer.merge(TestRunner.layer, Supervision.Live))
+  yield* Effect.forkScoped(runKeyed(SettlementLive, Settlement, pendingKeys).pipe(Effect.provide(cluster)))
   const takeIds: Array<string> = []
-  for (const p of servicePayers) takeIds.push((yield* takeOf(p, serviceOrders)).takeId)
+  for (const p of servicePayers) {
+    const takeId = (yield* takeOf(p, serviceOrders)).takeId
+    takeIds.push(takeId)
+    yield* wakeKeyed(Settlement, takeId).pipe(Effect.provide(cluster))
+  }
   const deadline = performance.now() + 300_000
   let rows: ReadonlyArray<{ state: string; latency: number; signed: number; settled: number }> = []
   for (;;) {

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, LogLevel } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { runSettlement } from "../../actors/Settlement.ts"
+import { pendingKeys, Settlement, SettlementLive } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
@@ -12,10 +12,10 @@ import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { loggingLayer } from "../../src/Observability/Log.ts"
 import { OperatorListener, operatorLayer } from "../../src/Observability/OperatorListener.ts"
-import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
+import { runKeyed } from "../support/KeyedActors.ts"
 import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { pollUntil } from "../support/Poll.ts"
 import {
@@ -88,7 +88,7 @@ const Live = Layer.unwrapScoped(
         yield* Effect.forkScoped(runVenueWatcher(v).pipe(Effect.annotateLogs("actor", `venue-watcher:${v.id}`)))
         yield* Effect.forkScoped(runTxRelayer(v).pipe(Effect.annotateLogs("actor", `tx-relayer:${v.id}`)))
       }
-      yield* Effect.forkScoped(runSettlement(openStoredFillSecret).pipe(Effect.annotateLogs("actor", "settlement")))
+      yield* Effect.forkScoped(runKeyed(SettlementLive, Settlement, pendingKeys))
       yield* Effect.forkScoped(
         Effect.promise(() => Promise.all([hl.test.mine({ blocks: 1 }), aster.test.mine({ blocks: 1 })])).pipe(
           Effect.zipRight(Effect.sleep("250 millis")),

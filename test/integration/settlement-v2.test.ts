@@ -3,12 +3,11 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import type { Address, Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { runSettlement } from "../../actors/Settlement.ts"
+import { SETTLEMENT_SWEEP } from "../../actors/Settlement.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { identityFades, takerUnpaidLocks } from "../../src/Store/SettlementV2.ts"
 import type { TestChain } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
@@ -55,6 +54,12 @@ const allIn = (takeId: string, states: ReadonlyArray<string>) =>
   Effect.map(fillsOf(takeId), (rows) => rows.length > 0 && rows.every((r) => states.includes(r.state)))
 
 /** Waits (the singleton running) until `done` holds. */
+/**
+ * The service's settlement as a loop of passes at the entities' cadence (a stop and a restart of it rebuild
+ * everything from rows, as a new entity instance does).
+ */
+const servicePasses = pass.pipe(Effect.zipRight(Effect.sleep(SETTLEMENT_SWEEP)), Effect.forever)
+
 const waitFor = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
   pollUntil(done, (ok) => ok, { every: "200 millis", within: "120 seconds" }).pipe(
     Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
@@ -292,15 +297,15 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       const { hl, aster } = yield* SettleV2Env
       const maker = yield* newMakerV2(5, 5_000_000n)
       const take = yield* newTake(maker, 3, 700_000n)
-      // The service runs (the singleton's loop) through the payment…
-      const service = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      // The service runs (the Settlement entity's step over the pending takes, on its cadence) through the payment…
+      const service = yield* Effect.fork(servicePasses)
       yield* waitFor("the lock final", allIn(take.takeId, ["locked"]))
       yield* authorizePayment(aster, take, take.payKey)
       yield* waitFor("the payment final", allIn(take.takeId, ["paid"]))
       // …stops; the maker reveals meanwhile; the service starts again and delivers from the index's secret.
       yield* Fiber.interrupt(service)
       yield* revealV2(maker, take.fills[0]!.digest, 3)
-      const again = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      const again = yield* Effect.fork(servicePasses)
       yield* waitFor("settled", allIn(take.takeId, ["settled"]))
       yield* Fiber.interrupt(again)
       expect(yield* balanceOf(hl, take.recipient)).toBe(700_000n)

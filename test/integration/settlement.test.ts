@@ -1,20 +1,32 @@
+import { Sharding } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Schedule } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Schedule, Scope } from "effect"
 import type { Address, Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { type OpenSecret, runSettlement, sweepSettlement } from "../../actors/Settlement.ts"
+import { wakeKeyed } from "../../actors/Keyed.ts"
+import {
+  type OpenSecret,
+  pendingKeys,
+  Settlement,
+  SettlementLive,
+  settlementEntityLive,
+} from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
+import { clusterLayer } from "../../src/Cluster.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { freePort } from "../../src/FreePort.ts"
 import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { runKeyed } from "../support/KeyedActors.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { settlementPass } from "../support/SettlementPass.ts"
 import { signIn } from "../support/SignIn.ts"
 import { getTake, type MakerOrder, makerOrder, signedTake, takeOverHttp } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -23,8 +35,8 @@ import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
 /**
  * The Settlement sweep on two devnet chains (Hyperliquid-like 999 = the makers' chain, Aster-like 42161 = the
  * taker's), with the real VenueWatchers (finality: 2 confirmations) and TxRelayers, a block every 250 ms on both.
- * Each test drives the sweep itself (sweepSettlement, one action per fill per pass), so it can stop the "operator"
- * at a chosen step.
+ * Each test drives the passes itself (settlementPass: the Settlement entity's step over every pending take, one
+ * action per fill per pass), so it can stop the "operator" at a chosen step; the HTTP test runs the entities.
  */
 
 const OPERATOR = 9
@@ -124,7 +136,7 @@ const settleUntil = (
   Effect.gen(function* () {
     const deadline = Date.now() + (options.seconds ?? 90) * 1000
     for (;;) {
-      yield* sweepSettlement(options.open ?? open, options.pageSize)
+      yield* settlementPass(options.open ?? open, options.pageSize)
       if (yield* done) return
       if (Date.now() > deadline) {
         const rows = yield* Effect.flatMap(
@@ -335,7 +347,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
         values (${payer.address.toLowerCase()}, ${T}, ${payer.address.toLowerCase()}, now())`
       const recipient = fresh().toLowerCase()
       const escrowHl0 = yield* balanceOf(hl, hl.escrow)
-      const actor = yield* Effect.fork(runSettlement(openStoredFillSecret))
+      // The Settlement entities on the HTTP stack's runner (the signatures route wakes the take's after its commit).
+      const actor = yield* Effect.fork(runKeyed(SettlementLive, Settlement, pendingKeys))
       const signed = yield* takeOverHttp(base, token, payer, {
         client_take_id: "http-take-1",
         from: T,
@@ -444,5 +457,87 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       // Nothing was delivered: the taker's recipient got nothing.
       expect(yield* balanceOf(hl, t.recipient)).toBe(0n)
     }),
+  )
+
+  it.effect(
+    "a take's settlement continues on a new entity instance after a crash mid-settlement (its backstop tick)",
+    () =>
+      Effect.gen(function* () {
+        const { hl, aster } = yield* SettleEnv
+        const sql = yield* SqlClient.SqlClient
+        const A = yield* newMaker(4, 2_000_000n)
+        yield* sql`update quote_sets set active = (order_id = ${A.orderId})`
+        const t = yield* take([{ order: A, amountIn: 800_000n, amountOut: 800_000n }])
+        const fillId = t.fills[0]!.id
+        const payer0 = yield* balanceOf(aster, PAYER.address)
+        // Runner A (a cluster runner on this PostgreSQL, the Settlement entity alone): its fault point stops the pass that
+        // committed the fill's second call key (pay, state paying) before the call reaches the relayer, for good.
+        const stopped = yield* Deferred.make<void>()
+        let hits = 0
+        const stopAtPay = Layer.succeed(FaultPoint, {
+          hit: (name) =>
+            name !== "settlement.after-commit-before-submit"
+              ? Effect.void
+              : Effect.suspend(() => {
+                  hits += 1
+                  return hits === 2 ? Effect.zipRight(Deferred.succeed(stopped, undefined), Effect.never) : Effect.void
+                }),
+        })
+        const runner = (faults: Layer.Layer<FaultPoint>) =>
+          Effect.map(freePort, (port) =>
+            settlementEntityLive(open).pipe(
+              Layer.provideMerge(clusterLayer({ host: "127.0.0.1", port })),
+              Layer.provide(faults),
+            ),
+          )
+        // Each runner is built without the HTTP stack's in-memory runner (nor its fault point) in its context: a
+        // runner's entities are built in its own construction context, which must hold only its own runner, as in
+        // the service, where there is one.
+        const build = <A, E, R>(layer: Layer.Layer<A, E, R>, scope: Scope.Scope) =>
+          Layer.buildWithScope(layer, scope).pipe(
+            Effect.mapInputContext(
+              (c: Context.Context<R>) => Context.omit(Sharding.Sharding, FaultPoint)(c) as Context.Context<R>,
+            ),
+          )
+        const scopeA = yield* Scope.make()
+        const a = yield* build(yield* runner(stopAtPay), scopeA)
+        yield* wakeKeyed(Settlement, t.takeId).pipe(Effect.provide(a))
+        yield* Deferred.await(stopped).pipe(Effect.timeout("90 seconds"))
+        const [crashed] = yield* fillsOf(t.takeId)
+        expect(crashed!.state).toBe("paying")
+        const payRequests = sql<{ n: number }>`select count(*)::int as n from relayer_requests
+        where idempotency_key = ${`settle:${fillId}:pay`}`
+        expect((yield* payRequests)[0]!.n).toBe(0)
+        // Its backstop tick is stored, not yet acknowledged.
+        const ticks = yield* sql<{ n: number }>`select count(*)::int as n from cluster_messages
+        where entity_type = 'settlement' and entity_id = ${t.takeId} and tag = 'Tick' and not processed`
+        expect(ticks[0]!.n).toBeGreaterThanOrEqual(1)
+        // Runner A goes; runner B starts with the entity only: no wake, no adoption, no notification listener. Only the
+        // stored tick can start the take's entity there, whose first pass submits the stored pay key.
+        yield* Scope.close(scopeA, Exit.void)
+        const scopeB = yield* Scope.make()
+        yield* build(yield* runner(FaultPoint.Noop), scopeB)
+        yield* pollUntil(fillsOf(t.takeId), (rows) => rows[0]?.final === true, {
+          every: "250 millis",
+          within: "120 seconds",
+        })
+        yield* Scope.close(scopeB, Exit.void)
+        const [row] = yield* fillsOf(t.takeId)
+        expect([row!.state, row!.error]).toEqual(["settled", ""])
+        expect(yield* takeState(t.takeId)).toBe("settled")
+        expect(yield* balanceOf(hl, t.recipient)).toBe(800_000n)
+        expect(yield* balanceOf(aster, A.payee)).toBe(800_000n)
+        expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0 - 800_000n)
+        // Each call once, under the fill's keys: the stored pay key was submitted once, by the new instance.
+        const keys = yield* sql<{ idempotency_key: string; status: string }>`
+        select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}
+        order by id`
+        expect(keys.map((k) => [k.idempotency_key.split(":")[2], k.status])).toEqual([
+          ["lock", "final"],
+          ["pay", "final"],
+          ["claim", "final"],
+          ["claimPayment", "final"],
+        ])
+      }),
   )
 })

@@ -9,7 +9,6 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Deferred, Duration, Effect, Fiber, Layer } from "effect"
 import type { Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { sweepSettlement } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
@@ -22,6 +21,7 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { settlementPass } from "../support/SettlementPass.ts"
 import { bearer, signIn } from "../support/SignIn.ts"
 import { makerOrder, plainOpen, plainSeal, signedTake } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -438,9 +438,9 @@ layer(DevnetLive, { timeout: "300 seconds", excludeTestServices: true })("trades
         sealSecret: plainSeal,
       })
       const fillId = t.fills[0]!.id
-      // Settle (the sweep as the Settlement actor runs it), then wait until the index holds every claim.
+      // Settle (passes of the Settlement entity's step), then wait until the index holds every claim.
       for (let i = 0; ; i++) {
-        yield* sweepSettlement((f) => Effect.succeed(plainOpen(f.secret_ciphertext)))
+        yield* settlementPass((f) => Effect.succeed(plainOpen(f.secret_ciphertext)))
         const [row] = yield* sql<{ state: string; indexed: string }>`
           select f.state, (select count(*) from escrow_events e where e.args ->> 'fillId' = lower(f.fill_key)
             and e.event in ('Locked', 'Paid', 'Claimed', 'PaymentClaimed'))::text as indexed

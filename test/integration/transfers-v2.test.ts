@@ -12,7 +12,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Runtime } from "effect"
 import { encodeFunctionData, getAddress, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { sweepTransfers } from "../../actors/TransferDesk.ts"
+import { pendingKeys as deskPending, stepTransferDesk } from "../../actors/TransferDesk.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import type { TakerConfig } from "../../src/Client/TakerChecks.ts"
@@ -72,7 +72,11 @@ const hyperliquidAccount = (base: string, node: VenueNode, credit: bigint) =>
     return { account: acct, token, address: lower(acct.address) }
   })
 
-const sweep = sweepTransfers.pipe(Effect.provide(ChainClients.Live), Effect.provide(SecureRandom.Live))
+/** One desk pass driven by the test: the TransferDesk entity's step over every transfer it still has to drive. */
+const sweep = Effect.flatMap(deskPending, (ids) => Effect.forEach(ids, stepTransferDesk, { discard: true })).pipe(
+  Effect.provide(ChainClients.Live),
+  Effect.provide(SecureRandom.Live),
+)
 
 const putKey = (base: string, token: string | undefined, id: string, body: unknown) =>
   rawRequest(`${base}/v1/transfers/${id}/take/pay-key`, {

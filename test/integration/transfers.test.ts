@@ -10,7 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { sweepTransfers } from "../../actors/TransferDesk.ts"
+import { pendingKeys as deskPending, stepTransferDesk } from "../../actors/TransferDesk.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
@@ -87,7 +87,11 @@ const listPage = (base: string, token: string, cursor?: string) =>
 
 const cancel = (base: string, token: string, id: string) => post(`${base}/v1/transfers/${id}/cancel`, {}, bearer(token))
 
-const sweep = sweepTransfers.pipe(Effect.provide(ChainClients.Live), Effect.provide(SecureRandom.Live))
+/** One desk pass driven by the test: the TransferDesk entity's step over every transfer it still has to drive. */
+const sweep = Effect.flatMap(deskPending, (ids) => Effect.forEach(ids, stepTransferDesk, { discard: true })).pipe(
+  Effect.provide(ChainClients.Live),
+  Effect.provide(SecureRandom.Live),
+)
 
 const counts = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql<{ t: string; k: string; p: string; j: string }>`

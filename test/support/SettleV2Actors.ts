@@ -1,8 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { chainTimes } from "../../actors/Settlement.ts"
-import { sweepSettlementV2 } from "../../actors/SettlementV2.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
@@ -10,9 +8,11 @@ import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { Relayer } from "../../src/Chain/Relayer.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "./ChainDevnet.ts"
 import { TestDatabaseLive } from "./Database.ts"
 import { pollUntil } from "./Poll.ts"
+import { settlementPass } from "./SettlementPass.ts"
 import { type MakerOrderV2, makerOrderV2 } from "./TakesV2.ts"
 import { testAppConfig } from "./TestConfig.ts"
 import { TestHttpLive } from "./TestServer.ts"
@@ -20,8 +20,8 @@ import { TestHttpLive } from "./TestServer.ts"
 /**
  * Settlement v2 in-process on two devnet chains (Hyperliquid-like 999 = the makers' chain, Aster-like 42161 = the
  * taker's), each with its SettlementEscrowV2 (devnet immutables), the real VenueWatchers (v2 index, 2
- * confirmations) and TxRelayers, a block every 250 ms. The Settlement actor's v2 pass is run by the test (`pass`),
- * not by the singleton. Take rows come from test/support/TakesV2.ts.
+ * confirmations) and TxRelayers, a block every 250 ms. The Settlement entity's step is run by the test over every
+ * pending take (`pass`), not by the entities. Take rows come from test/support/TakesV2.ts.
  */
 
 export const OPERATOR = 9
@@ -88,10 +88,8 @@ export const settleV2ActorsLive = (settlement: Record<string, unknown>) =>
     }),
   )
 
-/** One settlement-v2 pass, as the singleton runs it. */
-export const pass = Effect.flatMap(AppConfig, ({ deployment }) =>
-  sweepSettlementV2(chainTimes(deployment.venues.map((v) => v.id))),
-)
+/** One settlement pass: the Settlement entity's step over every pending take (v2 takes run the v2 pass). */
+export const pass = settlementPass(openStoredFillSecret)
 
 /** Runs v2 passes until `done` holds (checked after each pass), for `what` (named in the failure). */
 export const settleUntil = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
