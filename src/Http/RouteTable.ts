@@ -29,6 +29,7 @@ export const allowedMethods = (routes: ReadonlyArray<Route>) => {
 /** Routes served outside the HttpApi contract (documents and the stream WebSocket). */
 export const RAW_ROUTES: ReadonlyArray<Route> = [
   { method: "GET", path: "/v1/openapi.json" },
+  { method: "GET", path: "/v1/asyncapi.json" },
   { method: "GET", path: "/v1/docs" },
   { method: "GET", path: "/v1/stream" },
 ]

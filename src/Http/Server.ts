@@ -9,6 +9,7 @@ import { LogOutput } from "../Observability/Log.ts"
 import { Tracing } from "../Observability/Tracing.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
+import { AsyncApiLive } from "../Stream/AsyncApiRoute.ts"
 import { StreamLive } from "../Stream/StreamRoute.ts"
 import { VenueAdaptersLive } from "../Venues/VenueAdaptersLive.ts"
 import { AccountHandlers, AdminHandlers } from "./AccountHandlers.ts"
@@ -98,6 +99,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         Layer.provide(HttpApiSwagger.layer({ path: "/v1/docs" })),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(StreamLive),
+        Layer.provide(AsyncApiLive),
         Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
         Layer.provide(options.api.layer),
         // The platform's span per request costs a stack capture (with source maps under tsx, most of the

@@ -1,6 +1,7 @@
 // The typed client (src/Client/ApiClient.ts) against the service: SIWE sign-in with a viem account, calls typed by
 // the HttpApi contract, errors decoded by code from the envelope (with the request id), a 429's Retry-After waited
 // out before the call is sent again, and an unreachable service told apart from an answer.
+import { Parser } from "@asyncapi/parser"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
@@ -65,6 +66,18 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("typed API cl
       const patient = yield* makeApiClient(base, { retries: 2 })
       const challenge = yield* request(patient.auth.challenge({ payload: { address } }))
       expect(challenge.message).toContain(address)
+    }),
+  )
+
+  it.effect("the AsyncAPI document of /v1/stream is served beside the OpenAPI document and parses", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const res = yield* Effect.promise(() => fetch(`${base}/v1/asyncapi.json`))
+      expect(res.status).toBe(200)
+      const text = yield* Effect.promise(() => res.text())
+      const { document, diagnostics } = yield* Effect.promise(() => new Parser().parse(text))
+      expect(diagnostics.filter((d) => d.severity === 0).map((d) => d.message)).toEqual([])
+      expect(document?.channels().get("stream")?.address()).toBe("/v1/stream")
     }),
   )
 

@@ -29,6 +29,7 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /v1/info": { kind: "public" },
   "GET /v1/venues": { kind: "public" },
   "GET /v1/openapi.json": { kind: "public" },
+  "GET /v1/asyncapi.json": { kind: "public" },
   "GET /v1/docs": { kind: "public" },
   // A plain GET (no Upgrade) answers 426 UPGRADE_REQUIRED; the WebSocket authenticates in its first frame.
   "GET /v1/stream": { kind: "public" },
