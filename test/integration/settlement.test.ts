@@ -421,44 +421,6 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
     }),
   )
 
-  it.effect("expiries: the lock refunds after makerExpiry, the payment after takerExpiry", () =>
-    Effect.gen(function* () {
-      const { hl, aster } = yield* SettleEnv
-      const A = yield* newMaker(6, 2_000_000n)
-      const payer0 = yield* balanceOf(aster, PAYER.address)
-      const t = yield* take([{ order: A, amountIn: 1_000_000n, amountOut: 1_000_000n }])
-      // Stop right after the payment is final (the next pass would reveal).
-      yield* settleUntil("the fill paid", allIn(t.takeId, ["paid"]))
-      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0 - 1_000_000n)
-      const warp = (c: TestChain, to: bigint) =>
-        Effect.promise(async () => {
-          const now = (await c.pub.getBlock()).timestamp
-          if (to > now) await c.test.increaseTime({ seconds: Number(to - now) })
-          await c.test.mine({ blocks: 1 })
-        })
-      yield* warp(hl, t.makerExpiry + 1n)
-      yield* settleUntil(
-        "the lock refunded",
-        Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          Effect.map(
-            sql`select 1 from escrow_locks where venue = ${M} and fill_id = ${t.fills[0]!.fillKey}
-              and state = 'refunded'`,
-            (r) => r.length === 1,
-          ),
-        ),
-      )
-      expect(yield* escrowAvailable(A.orderId)).toEqual({ available: "2000000", locked: "0" })
-      // The payment is still held until takerExpiry on the taker chain.
-      expect((yield* fillsOf(t.takeId))[0]!.final).toBe(false)
-      yield* warp(aster, t.takerExpiry + 1n)
-      yield* settleUntil("the fill refunded", allIn(t.takeId, ["refunded"]))
-      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
-      expect(yield* takeState(t.takeId)).toBe("failed")
-      // Nothing was delivered: the taker's recipient got nothing.
-      expect(yield* balanceOf(hl, t.recipient)).toBe(0n)
-    }),
-  )
-
   it.effect(
     "a take's settlement continues on a new entity instance after a crash mid-settlement (its backstop tick)",
     () =>
@@ -473,15 +435,19 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
         // Runner A (a cluster runner on this PostgreSQL, the Settlement entity alone): its fault point stops the pass that
         // committed the fill's second call key (pay, state paying) before the call reaches the relayer, for good.
         const stopped = yield* Deferred.make<void>()
-        let hits = 0
+        // (Recognised by this fill's committed state, not by counting hits: another take's pass may hit it too.)
         const stopAtPay = Layer.succeed(FaultPoint, {
           hit: (name) =>
             name !== "settlement.after-commit-before-submit"
               ? Effect.void
-              : Effect.suspend(() => {
-                  hits += 1
-                  return hits === 2 ? Effect.zipRight(Deferred.succeed(stopped, undefined), Effect.never) : Effect.void
-                }),
+              : sql<{ state: string }>`select state from fills where id = ${fillId}`.pipe(
+                  Effect.orDie,
+                  Effect.flatMap(([row]) =>
+                    row?.state === "paying"
+                      ? Effect.zipRight(Deferred.succeed(stopped, undefined), Effect.never)
+                      : Effect.void,
+                  ),
+                ),
         })
         const runner = (faults: Layer.Layer<FaultPoint>) =>
           Effect.map(freePort, (port) =>
@@ -539,5 +505,43 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
           ["claimPayment", "final"],
         ])
       }),
+  )
+
+  it.effect("expiries: the lock refunds after makerExpiry, the payment after takerExpiry", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleEnv
+      const A = yield* newMaker(6, 2_000_000n)
+      const payer0 = yield* balanceOf(aster, PAYER.address)
+      const t = yield* take([{ order: A, amountIn: 1_000_000n, amountOut: 1_000_000n }])
+      // Stop right after the payment is final (the next pass would reveal).
+      yield* settleUntil("the fill paid", allIn(t.takeId, ["paid"]))
+      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0 - 1_000_000n)
+      const warp = (c: TestChain, to: bigint) =>
+        Effect.promise(async () => {
+          const now = (await c.pub.getBlock()).timestamp
+          if (to > now) await c.test.increaseTime({ seconds: Number(to - now) })
+          await c.test.mine({ blocks: 1 })
+        })
+      yield* warp(hl, t.makerExpiry + 1n)
+      yield* settleUntil(
+        "the lock refunded",
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.map(
+            sql`select 1 from escrow_locks where venue = ${M} and fill_id = ${t.fills[0]!.fillKey}
+              and state = 'refunded'`,
+            (r) => r.length === 1,
+          ),
+        ),
+      )
+      expect(yield* escrowAvailable(A.orderId)).toEqual({ available: "2000000", locked: "0" })
+      // The payment is still held until takerExpiry on the taker chain.
+      expect((yield* fillsOf(t.takeId))[0]!.final).toBe(false)
+      yield* warp(aster, t.takerExpiry + 1n)
+      yield* settleUntil("the fill refunded", allIn(t.takeId, ["refunded"]))
+      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
+      expect(yield* takeState(t.takeId)).toBe("failed")
+      // Nothing was delivered: the taker's recipient got nothing.
+      expect(yield* balanceOf(hl, t.recipient)).toBe(0n)
+    }),
   )
 })
