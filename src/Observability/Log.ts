@@ -165,7 +165,12 @@ export const toRecord = (options: Logger.Logger.Options<unknown>): LogRecord => 
     if (typeof part === "string") texts.push(maskText(part))
     else if (isPlainObject(part)) Object.assign(fields, redactFields(part))
     else if (part instanceof Error) fields.error = redactValue(part)
-    else if (part !== undefined) texts.push(maskText(String(redactValue(part))))
+    else if (part !== undefined) {
+      // Other objects (class instances the libraries log, e.g. @effect/cluster's Runner) as redacted JSON,
+      // never `[object Object]`; their own toString could print fields the redaction has not seen.
+      const value = redactValue(part)
+      texts.push(typeof value === "string" ? value : maskText(JSON.stringify(value) ?? String(value)))
+    }
   }
   if (List.isCons(options.spans)) {
     const now = options.date.getTime()

@@ -36,6 +36,27 @@ describe("log format", () => {
     }),
   )
 
+  it.effect("a class instance in the message (a library's Runner) is its redacted JSON, never [object Object]", () =>
+    Effect.gen(function* () {
+      class Runner {
+        constructor(
+          readonly address: { readonly host: string; readonly port: number },
+          readonly api_key: string,
+        ) {}
+      }
+      const { lines, layer } = capture("json")
+      yield* Effect.logDebug("Registering runner", new Runner({ host: "127.0.0.1", port: 34431 }, "k-123")).pipe(
+        Effect.provide(layer),
+      )
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).not.toContain("[object Object]")
+      expect(lines[0]).not.toContain("k-123")
+      expect(JSON.parse(lines[0]!).message).toBe(
+        `Registering runner {"address":{"host":"127.0.0.1","port":34431},"api_key":"${REDACTED}"}`,
+      )
+    }),
+  )
+
   it.effect("secrets are masked by key and by shape, in messages, annotations, nested fields and causes", () =>
     Effect.gen(function* () {
       const { lines, layer } = capture("json")
