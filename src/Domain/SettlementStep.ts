@@ -229,8 +229,10 @@ export const decide = (facts: FillFacts): Action => {
 
   // 1. Delivered on the maker chain (by us, or by anyone holding the secret): collect the payment.
   if (lock.state === "claimed") {
-    if (payment?.state === "claimed") return { _tag: "Finish", state: "settled", error: null }
+    // `claimed` first, even when the payment is already collected too: every settled fill's journal then has
+    // fill.claimed before fill.settled, whichever facts a pass happened to see together.
     if (f.state !== "claimed") return { _tag: "Advance", state: "claimed" }
+    if (payment?.state === "claimed") return { _tag: "Finish", state: "settled", error: null }
     if (payment?.state === "refunded") {
       return { _tag: "Finish", state: "refunded", error: "the payment was refunded to the payer after delivery" }
     }
