@@ -14,7 +14,7 @@ const INGEST_BUDGET = Duration.seconds(5)
  * to the config later is indexed from its deployment block), up to the finalized head the watcher just read, in
  * pages of the watcher's size, one transaction per page (src/Store/EscrowIndexV2.ts). Undefined when the venue
  * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's. A page with events wakes the
- * Settlement sweep (notifyEscrowIndexed).
+ * settlement entities of the takes it touched (notifyEscrowIndexed; each runner wakes the takes on its shards).
  */
 export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => {
   const v2 = venue.escrow_v2
@@ -50,7 +50,7 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         if (toHash === null) return yield* Effect.die(new Error(`block ${to} not found`))
         const events = decodeV2Logs(logs.right, escrow)
         yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events })
-        // After the page commits, as the v1 ingest does: the Settlement sweep acts on a final v2 step at once
+        // After the page commits, as the v1 ingest does: the takes' settlement entities act on a final v2 step at once
         // rather than at its fallback beat.
         if (events.length > 0) yield* notifyEscrowIndexed(venue.id)
         at = to
