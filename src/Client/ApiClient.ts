@@ -17,6 +17,7 @@
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Data, Duration, Effect, Option, ParseResult, Schema } from "effect"
+import { ServiceUnavailable } from "../Domain/Errors.ts"
 import { Api } from "../Http/Api.ts"
 
 /** The service answered with an error (its envelope's code and message), or with a body the contract rejects. */
@@ -70,7 +71,7 @@ export const toApiFailure = (e: unknown): Effect.Effect<never, ApiFailure> => {
           new ApiError({
             status: response.status,
             code: Option.match(envelope, {
-              onNone: () => (transient(response.status) ? "SERVICE_UNAVAILABLE" : `HTTP_${response.status}`),
+              onNone: () => (transient(response.status) ? ServiceUnavailable.code : `HTTP_${response.status}`),
               onSome: (x) => x.error.code,
             }),
             message: Option.match(envelope, {

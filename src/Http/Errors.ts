@@ -98,48 +98,10 @@ export const ChainUnavailable = define(Catalogue.ChainUnavailable)
 export const VenueUnavailable = define(Catalogue.VenueUnavailable)
 export const ServiceUnavailable = define(Catalogue.ServiceUnavailable)
 
-/** Every code's wire schema; the README's error table and the OpenAPI document mirror it. */
-export const ALL_ERRORS = [
-  InvalidRequest,
-  Unauthorized,
-  Forbidden,
-  AccessRequired,
-  NotFound,
-  MethodNotAllowed,
-  StateConflict,
-  AccountInUse,
-  LeaseExpired,
-  QuoteStale,
-  ChallengeUsed,
-  WithdrawalPending,
-  ClosePending,
-  CloseLimit,
-  OrderManaged,
-  PayloadTooLarge,
-  UpgradeRequired,
-  ChallengeUnknown,
-  ChallengeExpired,
-  ChallengeNotYetValid,
-  SiweMalformed,
-  SiweDomainMismatch,
-  SiweUriMismatch,
-  SiweChainMismatch,
-  SiweAddressMismatch,
-  SiweNonceMismatch,
-  SignatureMalformed,
-  SignatureMalleable,
-  SignatureInvalid,
-  BelowMinimum,
-  InsufficientBalance,
-  NoLiquidity,
-  PayerNotLinked,
-  VenueRefused,
-  RateLimited,
-  Internal,
-  ChainUnavailable,
-  VenueUnavailable,
-  ServiceUnavailable,
-] as const
+/** Every code's wire schema, in the catalogue's order (the README's error table and the OpenAPI document mirror it). */
+export const ALL_ERRORS: ReadonlyArray<Schema.Schema.AnyNoContext> = Catalogue.CATALOGUE.map(
+  (Class) => wires.get(Class) as Schema.Schema.AnyNoContext,
+)
 
 /** The wire schema of a catalogue error. */
 export const wireSchemaOf = (error: Catalogue.CatalogueError): Schema.Schema.AnyNoContext =>

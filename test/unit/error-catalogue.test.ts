@@ -46,6 +46,7 @@ describe("error catalogue", () => {
 
   it("every class has a wire schema, and codes are unique", () => {
     expect(ALL_ERRORS.length).toBe(CATALOGUE.length)
+    expect(ALL_ERRORS.filter((schema) => schema === undefined)).toEqual([])
     expect(new Set(CATALOGUE.map((C) => C.code)).size).toBe(CATALOGUE.length)
     expect(new Set(CATALOGUE.map((C) => C._tag)).size).toBe(CATALOGUE.length)
   })
