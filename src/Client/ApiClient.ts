@@ -16,7 +16,7 @@
  * still reaches server modules through src/Http/Security.ts, so a browser bundle needs that split first.
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
-import { Data, Duration, Effect, Option, ParseResult, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Option, ParseResult, Schema } from "effect"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
 import { Api } from "../Http/Api.ts"
 
@@ -66,7 +66,8 @@ export const toApiFailure = (e: unknown): Effect.Effect<never, ApiFailure> => {
     return response.json.pipe(
       Effect.flatMap(Schema.decodeUnknown(Envelope)),
       Effect.option,
-      Effect.flatMap((envelope) =>
+      Effect.zip(Clock.currentTimeMillis),
+      Effect.flatMap(([envelope, now]) =>
         Effect.fail(
           new ApiError({
             status: response.status,
@@ -86,7 +87,7 @@ export const toApiFailure = (e: unknown): Effect.Effect<never, ApiFailure> => {
               onNone: () => headers["x-request-id"],
               onSome: (x) => x.error.request_id ?? headers["x-request-id"],
             }),
-            retryAfterMs: retryAfterMs(headers["retry-after"], Date.now()),
+            retryAfterMs: retryAfterMs(headers["retry-after"], now),
           }),
         ),
       ),
@@ -132,8 +133,10 @@ const transformClient = (options: ApiClientOptions) => (client: HttpClient.HttpC
     const attempt = (n: number): typeof effect =>
       Effect.flatMap(effect, (response) => {
         if ((response.status === 429 || response.status === 503) && n < retries) {
-          const wait = retryAfterMs(response.headers["retry-after"], Date.now()) ?? 250 * 2 ** n
-          return Effect.zipRight(Effect.sleep(Duration.millis(Math.min(wait, 30_000))), attempt(n + 1))
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const wait = retryAfterMs(response.headers["retry-after"], now) ?? 250 * 2 ** n
+            return Effect.zipRight(Effect.sleep(Duration.millis(Math.min(wait, 30_000))), attempt(n + 1))
+          })
         }
         return response.status >= 400
           ? Effect.fail(new HttpClientError.ResponseError({ request, response, reason: "StatusCode" }))
