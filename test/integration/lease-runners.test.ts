@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
@@ -165,7 +165,14 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("lease entiti
                   })
                 : Effect.void,
             ),
-            Effect.repeat({ while: (res) => res.status === 503, times: 5 }),
+            // A retryable 503 (the 2 s entity bound under load) is retried like a client would: paced, at most 5 times.
+            Effect.repeat(
+              Schedule.recurWhile((res: { status: number; text: string; json: unknown }) => res.status === 503).pipe(
+                Schedule.intersect(Schedule.recurs(5)),
+                Schedule.addDelay(() => "200 millis"),
+                Schedule.passthrough,
+              ),
+            ),
             Effect.tap((res) =>
               res.status === 200
                 ? Effect.void
