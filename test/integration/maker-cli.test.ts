@@ -173,7 +173,7 @@ describe("maker CLI on the devnet, as README 'Run a maker' says", () => {
         "--run",
         "20",
         "--quote",
-        "hyperliquid:0x" + "11".repeat(20) + ":100:100:1000",
+        `hyperliquid:0x${"11".repeat(20)}:100:100:1000`,
       ]),
     )
     expect(refused.code, refused.output).toBe(2)
