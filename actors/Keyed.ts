@@ -19,8 +19,8 @@
  */
 import { ClusterSchema, DeliverAt, Entity, EntityId, Sharding } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { Cause, Clock, DateTime, Duration, Effect, Layer, Option, PrimaryKey, Queue, Random, Schema } from "effect"
-import { publicFailureMessage, Supervision } from "../src/Supervision.ts"
+import { Cause, Clock, DateTime, Duration, Effect, Layer, Option, PrimaryKey, Queue, Schema } from "effect"
+import { publicFailureMessage, restartDelay, Supervision } from "../src/Supervision.ts"
 
 /** Longest a pending key waits for its backstop tick (plus the shard move after a SIGKILL, ~4–6 s). */
 export const BACKSTOP = Duration.seconds(5)
@@ -116,7 +116,7 @@ export const keyedDriver = <T extends string, Rpcs extends Rpc.Any, E, R>(
             yield* board.entityFailed(kind, message, now)
             yield* Effect.logError("actor pass failed; retrying with backoff", { failure: message })
             failures += 1
-            return yield* backoffDelay(failures)
+            return yield* restartDelay(failures)
           }),
         ),
         Effect.tap((pending) =>
@@ -166,10 +166,6 @@ export const keyedDriver = <T extends string, Rpcs extends Rpc.Any, E, R>(
         }).pipe(Effect.asVoid),
     } satisfies Driver
   })
-
-/** The n-th retry delay (n ≥ 1): 500 ms doubling to 30 s, ±20 % — the singletons' restart backoff. */
-const backoffDelay = (n: number) =>
-  Effect.map(Random.nextRange(0.8, 1.2), (jitter) => Duration.millis(Math.min(500 * 2 ** (n - 1), 30_000) * jitter))
 
 /**
  * Wakes the entity `id` of a keyed kind from outside (a relayer outcome, a watcher, another actor): volatile,

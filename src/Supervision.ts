@@ -1,5 +1,19 @@
 import { Singleton } from "@effect/cluster"
-import { Cause, Clock, Context, Data, Effect, HashSet, Layer, Queue, Ref, Schedule, type Scope } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Data,
+  Duration,
+  Effect,
+  HashSet,
+  Layer,
+  Queue,
+  Random,
+  Ref,
+  Schedule,
+  type Scope,
+} from "effect"
 import { describeCause } from "./Chain/Failure.ts"
 import { scrubUrls } from "./Observability/Log.ts"
 
@@ -115,6 +129,13 @@ export const restartBackoff = Schedule.exponential("500 millis").pipe(
   Schedule.intersect(Schedule.identity<Attempt>()),
   Schedule.resetWhen(([, attempt]) => attempt.ranMs >= HEALTHY_RUN_MS),
 )
+
+/**
+ * `restartBackoff`'s n-th delay (n ≥ 1: 500 ms doubling, capped at 30 s, ±20 %) for a loop that counts its
+ * failures itself instead of being retried by the schedule (actors/Keyed.ts: a failed pass of a keyed entity).
+ */
+export const restartDelay = (n: number) =>
+  Effect.map(Random.nextRange(0.8, 1.2), (jitter) => Duration.millis(Math.min(500 * 2 ** (n - 1), 30_000) * jitter))
 
 /**
  * Runs `body` until interrupted, restarting it (with `restartBackoff`) whenever it fails, dies or
