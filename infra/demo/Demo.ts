@@ -34,6 +34,8 @@ const MAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4] as Hex)
 const TAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[3] as Hex)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const runId = () => crypto.randomUUID().slice(0, 8)
+/** A relayed transaction's statuses that end it (src/Relayer/Repo.ts TERMINAL_STATUSES). */
+const ENDED = new Set(["final", "reverted", "replaced"])
 
 /** Polls `read` every second until `done`, rewriting one progress line; fails after `seconds`. */
 const until = async <A>(
@@ -333,7 +335,10 @@ const main = async () => {
         }
         return t
       },
-      (t) => t.fills.every((f) => f.final),
+      // Every fill final, and every transaction it sent at its end: a fill is final once the escrow index holds
+      // its claim at a finalized block, which can be a poll before the relayer marks its own claim final.
+      (t) =>
+        t.fills.every((f) => f.final && f.transactions.every((tx) => tx.hash === null || ENDED.has(String(tx.status)))),
       (t) => t.fills.map((f) => `${f.fill_id.slice(0, 8)} ${f.state}`).join(", "),
     )
     const bad = settled.fills.filter((f) => f.state !== "settled")
