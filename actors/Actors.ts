@@ -11,7 +11,7 @@ import { WithdrawalDeskLive } from "./WithdrawalDesk.ts"
 
 /**
  * Every actor this runner hosts; each runner registers all of them (DESIGN §4).
- * - Singletons (src/Supervision.ts `supervisedSingleton`: placed on one runner, restarted there with backoff
+ * - Singletons (src/Cluster/Supervision.ts `supervisedSingleton`: placed on one runner, restarted there with backoff
  *   when they fail): a watcher and a relayer per venue chain, and the journal publisher.
  * - Keyed entities (an instance per key on the runner owning its shard): the lease per quote identity
  *   (QuoteIdentityLease), and on the shared loop of actors/Keyed.ts the close queue per (owner, chain), the

@@ -3,9 +3,9 @@
  * queue's accepted closes to their end and with them the `closing` flag of the spec. Built on the keyed loop
  * (actors/Keyed.ts); the database stays the truth.
  *
- * - `Enqueue` (persisted intent): the HTTP handler (src/Http/EscrowHandlers.ts) has checked the request and
+ * - `Enqueue` (persisted intent): the HTTP handler (src/Escrow/Http.ts) has checked the request and
  *   answered an identical repeat from a lookup by digest (or by the managed close's terms) BEFORE sending; the
- *   entity runs src/Store/Closes.ts `enqueueClose`: in ONE transaction under the (owner, chain) row lock of
+ *   entity runs src/Escrow/Closes.ts `enqueueClose`: in ONE transaction under the (owner, chain) row lock of
  *   `close_queues`, the limit (10 pending), "same terms → same close", one pending close per order, the close
  *   row, its `close.pending` journal row and its TxRelayer request (key `close:<digest>` or
  *   `close:managed:<id>`). Its answer is the reply: the close, or ClosePending / CloseLimit / StateConflict from
@@ -26,13 +26,13 @@
  *   turned into a `wakeKeyed` of the close's queue by every runner's listener below), and the persisted backstop
  *   tick of the keyed loop after a crash.
  */
-import { ClusterSchema, Entity } from "@effect/cluster"
-import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
-import { Clock, type Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Clock, type Context, Duration, Effect, Layer, Option } from "effect"
 import type { Address, Hex } from "viem"
-import { Relayer } from "../src/Chain/Relayer.ts"
+import { withRequestIdOf } from "../src/Cluster/Keyed.ts"
+import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { CloseLimit, ClosePending, StateConflict } from "../src/Domain/Errors.ts"
+import { type CloseIntent, CloseQueue, closeQueueId } from "../src/Escrow/CloseQueue.ts"
 import {
   type CloseQueueKey,
   closeQueueOfRelayKey,
@@ -41,77 +41,18 @@ import {
   enqueueClose,
   openCloseQueues,
   settleCloses,
-} from "../src/Store/Closes.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
-import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
+} from "../src/Escrow/Closes.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { Relayer } from "../src/Relayer.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** Pass interval while the queue has an open close. */
 export const CLOSE_SWEEP = Duration.millis(500)
-
-/** The entity id of an (owner, chain) queue. */
-export const closeQueueId = (owner: string, chainId: number) => `${owner.toLowerCase()}:${chainId}`
 
 const keyOf = (id: string): CloseQueueKey => {
   const at = id.lastIndexOf(":")
   return { owner: id.slice(0, at), chainId: Number(id.slice(at + 1)) }
 }
-
-/** A close to accept (src/Store/Closes.ts NewClose on the wire) and the escrow call its relayer request makes. */
-export const CloseIntent = Schema.Struct({
-  id: Schema.String,
-  kind: Schema.Literal("signed", "managed"),
-  master: Schema.String,
-  venue: Schema.String,
-  chainId: Schema.Number,
-  escrow: Schema.String,
-  escrowVersion: Schema.Literal(1, 2),
-  orderId: Schema.String,
-  owner: Schema.String,
-  amount: Schema.BigInt,
-  dex: Schema.Number,
-  toMargin: Schema.Boolean,
-  nonce: Schema.NullOr(Schema.BigInt),
-  deadline: Schema.NullOr(Schema.BigInt),
-  digest: Schema.NullOr(Schema.String),
-  signature: Schema.NullOr(Schema.String),
-  relayKey: Schema.String,
-  /** The call the relayer request makes (`closeWithSig` or `operatorClose` on the order's escrow). */
-  data: Schema.String,
-})
-export type CloseIntent = typeof CloseIntent.Type
-
-/** The accepted close (new, or the same terms accepted before): what the route needs to show the order. */
-export const AcceptedClose = Schema.Struct({
-  id: Schema.String,
-  venue: Schema.String,
-  escrow_version: Schema.Literal(1, 2),
-  order_id: Schema.String,
-  owner: Schema.String,
-  state: Schema.Literal("pending", "final", "reverted", "expired"),
-})
-
-export const Enqueue = Rpc.make("Enqueue", {
-  payload: CloseIntent.fields,
-  success: AcceptedClose,
-  error: Schema.Union(ClosePending, CloseLimit, StateConflict),
-  primaryKey: (p) => `${p.relayKey}/${p.id}`,
-}).annotate(ClusterSchema.Persisted, true)
-
-export const CloseQueue = Entity.make("close-queue", [Wake, Tick, Enqueue])
-
-/** The header an HTTP handler's entity call carries its request id in (set with RpcClient.withHeaders). */
-export const REQUEST_ID_HEADER = "x-request-id"
-
-/** The intent's handling is part of the request that sent it: its spans and log lines carry the request id. */
-export const withRequestIdOf =
-  (headers: Readonly<Record<string, string>>) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>) => {
-    const id = headers[REQUEST_ID_HEADER]
-    return id === undefined
-      ? effect
-      : effect.pipe(Effect.annotateSpans("request_id", id), Effect.annotateLogs("request_id", id))
-  }
 
 /** One pass of queue `id` at the Effect clock's time (tests drive expiry by running it with a later clock). */
 export const stepCloseQueue = (id: string) =>

@@ -3,8 +3,8 @@ import type { Address, Hex, PublicClient } from "viem"
 import { decodeV2Logs } from "../src/Chain/EscrowIndexV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
-import { ingestV2Page, initV2Cursor } from "../src/Store/EscrowIndexV2.ts"
-import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
+import { ingestV2Page, initV2Cursor } from "../src/Escrow/ChainIndexV2.ts"
+import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
@@ -12,7 +12,7 @@ const INGEST_BUDGET = Duration.seconds(5)
 /**
  * The VenueWatcher's v2 part (settlement v2: SettlementEscrowV2 beside v1): from its own cursor (so a v2 escrow added
  * to the config later is indexed from its deployment block), up to the finalized head the watcher just read, in
- * pages of the watcher's size, one transaction per page (src/Store/EscrowIndexV2.ts). Undefined when the venue
+ * pages of the watcher's size, one transaction per page (src/Escrow/ChainIndexV2.ts). Undefined when the venue
  * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's. A page with events wakes the
  * settlement entities of the takes it touched (notifyEscrowIndexed; each runner wakes the takes on its shards).
  */

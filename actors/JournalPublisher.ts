@@ -1,8 +1,8 @@
 import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Queue, Schedule, Stream } from "effect"
-import { JOURNAL_PENDING_CHANNEL, publishJournalBatch } from "../src/Store/Journal.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
+import { JOURNAL_PENDING_CHANNEL, publishJournalBatch } from "../src/Sql/Journal.ts"
 
 const BATCH = 500
 /** Fallback poll when a notification is missed (e.g. while the LISTEN connection reconnects). */

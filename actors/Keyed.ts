@@ -17,30 +17,16 @@
  * Persisted intents (new economic intents, keyed by client id) are each concept's own RPCs: their handlers
  * write rows in one transaction, then `wake` the loop, and reply.
  */
-import { ClusterSchema, DeliverAt, Entity, EntityId, Sharding } from "@effect/cluster"
-import { Rpc } from "@effect/rpc"
-import { Cause, Clock, DateTime, Duration, Effect, Layer, Option, PrimaryKey, Queue, Schema } from "effect"
-import { publicFailureMessage, restartDelay, Supervision } from "../src/Supervision.ts"
+import { Entity, EntityId, Sharding } from "@effect/cluster"
+import type { Rpc } from "@effect/rpc"
+import { Cause, Clock, Duration, Effect, Layer, Option, Queue } from "effect"
+import { keyedClient, TickAt, wakeKeyed } from "../src/Cluster/Keyed.ts"
+import { publicFailureMessage, restartDelay, Supervision } from "../src/Cluster/Supervision.ts"
 
 /** Longest a pending key waits for its backstop tick (plus the shard move after a SIGKILL, ~4–6 s). */
 export const BACKSTOP = Duration.seconds(5)
 /** An idle entity (nothing pending, no message) stops after this; a new message or tick starts it again. */
 export const KEYED_MAX_IDLE = Duration.minutes(1)
-
-/** The backstop's payload: when to deliver it (epoch ms, a multiple of BACKSTOP); one message per instant. */
-export class TickAt extends Schema.Class<TickAt>("Keyed/TickAt")({ at: Schema.Number }) {
-  [PrimaryKey.symbol]() {
-    return String(this.at)
-  }
-  [DeliverAt.symbol]() {
-    return DateTime.unsafeMake(this.at)
-  }
-}
-
-/** "Your rows may have changed: look now." Volatile: adds no row; a lost wake only costs the cadence. */
-export const Wake = Rpc.make("Wake")
-/** The crash backstop (persisted, delivered at `at`). */
-export const Tick = Rpc.make("Tick", { payload: TickAt }).annotate(ClusterSchema.Persisted, true)
 
 /** Options every keyed entity layer takes: ticks and intents may arrive while a pass runs. */
 export const keyedEntityOptions = { maxIdleTime: KEYED_MAX_IDLE, concurrency: "unbounded" } as const
@@ -49,14 +35,6 @@ export const keyedEntityOptions = { maxIdleTime: KEYED_MAX_IDLE, concurrency: "u
 export type Next = Option.Option<Duration.Duration>
 export const idle: Next = Option.none()
 export const again = (within: Duration.DurationInput): Next => Option.some(Duration.decode(within))
-
-/** The entity type's client seen as the two messages every keyed entity has. */
-type KeyedClient = (id: string) => {
-  readonly Wake: (payload: undefined, options: { readonly discard: true }) => Effect.Effect<void, unknown>
-  readonly Tick: (payload: TickAt, options: { readonly discard: true }) => Effect.Effect<void, unknown>
-}
-const keyedClient = <T extends string, R extends Rpc.Any>(entity: Entity.Entity<T, R>) =>
-  entity.client as unknown as Effect.Effect<KeyedClient, never, Sharding.Sharding>
 
 export interface Driver {
   /** This entity's key. */
@@ -166,17 +144,6 @@ export const keyedDriver = <T extends string, Rpcs extends Rpc.Any, E, R>(
         }).pipe(Effect.asVoid),
     } satisfies Driver
   })
-
-/**
- * Wakes the entity `id` of a keyed kind from outside (a relayer outcome, a watcher, another actor): volatile,
- * bounded (a send to a shard nobody owns retries forever), and never failing: a lost wake only costs the
- * cadence, and the backstop tick covers a dead owner.
- */
-export const wakeKeyed = <T extends string, Rpcs extends Rpc.Any>(entity: Entity.Entity<T, Rpcs>, id: string) =>
-  Effect.flatMap(keyedClient(entity), (client) => client(id).Wake(undefined, { discard: true })).pipe(
-    Effect.timeout("2 seconds"),
-    Effect.ignore,
-  )
 
 /** How often each runner looks for keys of its shards with work pending and no entity running. */
 export const ADOPT_EVERY = Duration.seconds(10)

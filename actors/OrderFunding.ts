@@ -1,12 +1,12 @@
-import { Entity } from "@effect/cluster"
 import { Clock, Duration, Effect, Layer } from "effect"
 import { getAddress, type Hex } from "viem"
 import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../src/Chain/FundCall.ts"
 import { orderEscrow } from "../src/Chain/OrderEscrow.ts"
-import { Relayer } from "../src/Chain/Relayer.ts"
+import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
+import { OrderFunding } from "../src/Orders/Funding.ts"
 import {
   type AwaitingMarginOrder,
   awaitingMarginOrders,
@@ -16,11 +16,11 @@ import {
   orderFundingState,
   settleClosedV2Orders,
   settleFundingOrders,
-} from "../src/Store/Orders.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
-import { ESCROW_INDEXED_CHANNEL } from "../src/Store/Settlement.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
-import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
+} from "../src/Orders/Repo.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { Relayer } from "../src/Relayer.ts"
+import { ESCROW_INDEXED_CHANNEL } from "../src/Settlement/Repo.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** Cadence of a pending order (the singleton's sweep interval). */
 const SWEEP = Duration.seconds(1)
@@ -132,11 +132,8 @@ export const stepOrderFunding = (id: string) =>
     return after.state !== before.state ? again(Duration.zero) : again(SWEEP)
   })
 
-/** Orders with funding work pending (start-up adoption wakes them; src/Store/Orders.ts fundingPendingOrders). */
+/** Orders with funding work pending (start-up adoption wakes them; src/Orders/Repo.ts fundingPendingOrders). */
 export const pendingKeys = fundingPendingOrders()
-
-/** An entity per order (id = the order id). */
-export const OrderFunding = Entity.make("order-funding", [Wake, Tick])
 
 const OrderFundingEntityLive = OrderFunding.toLayer(
   Effect.gen(function* () {

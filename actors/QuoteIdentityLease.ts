@@ -1,10 +1,10 @@
 import { Entity } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, FiberHandle, Layer, Schedule } from "effect"
+import { publicFailureMessage, Supervision } from "../src/Cluster/Supervision.ts"
 import { NotFound, StateConflict } from "../src/Domain/Errors.ts"
-import { BackstopAt, QuoteIdentityLease } from "../src/QuoteIdentities/LeaseEntity.ts"
-import { expireLease, renewLease } from "../src/Store/QuoteIdentities.ts"
-import { publicFailureMessage, Supervision } from "../src/Supervision.ts"
+import { BackstopAt, QuoteIdentityLease } from "../src/QuoteIdentities/Lease.ts"
+import { expireLease, renewLease } from "../src/QuoteIdentities/Repo.ts"
 
 const KIND = "quote-identity-lease"
 /** An entity without messages stops after this: longer than the longest lease (120 s), so a timer always fires. */
@@ -15,7 +15,7 @@ const TIMED_WITHIN_MS = Duration.toMillis(Duration.days(1))
 const RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
 
 /**
- * The lease of one quote identity (protocol: src/QuoteIdentities/LeaseEntity.ts; DESIGN §4). The database is
+ * The lease of one quote identity (protocol: src/QuoteIdentities/Lease.ts; DESIGN §4). The database is
  * the truth; the entity only keeps the timer and which generation's backstop it wrote.
  *
  * - `Renew` runs the renewal's one statement (renewLease) and answers it. The lease then ends, unless renewed

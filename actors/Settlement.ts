@@ -16,12 +16,10 @@
  * (actors/SettlementV2.ts, src/Domain/SettlementStepV2.ts): no secret held, one payTake per take. This pass reads
  * v1 takes only, and v1 decisions are unchanged.
  */
-import { Entity } from "@effect/cluster"
 import { Duration, Effect, Layer, Option } from "effect"
 import { getAddress, type Hex } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
-import { Relayer } from "../src/Chain/Relayer.ts"
 import {
   cancelLockCall,
   claimCall,
@@ -34,10 +32,13 @@ import {
   refundCall,
   refundPaymentCall,
 } from "../src/Chain/SettlementCalls.ts"
+import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import { openStoredFillSecret } from "../src/Store/FillSecrets.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Store/Relayer.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { Relayer } from "../src/Relayer.ts"
+import { Settlement } from "../src/Settlement/Entity.ts"
+import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"
 import {
   advanceFill,
   ESCROW_INDEXED_CHANNEL,
@@ -50,10 +51,9 @@ import {
   settlingFills,
   takeOfFill,
   takeToSettle,
-} from "../src/Store/Settlement.ts"
-import { expireUnsignedTakes } from "../src/Store/Takes.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
-import { wakeOnNotify, wakeOwned } from "./KeyedWakes.ts"
+} from "../src/Settlement/Repo.ts"
+import { expireUnsignedTakes } from "../src/Takes/Repo.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 import { settleTakeV2 } from "./SettlementV2.ts"
 
 /** A pending take's cadence without a wake-up (relayer outcomes and index pages wake it sooner). */
@@ -64,7 +64,7 @@ const FILL_CONCURRENCY = 4
 const BATCH = 200
 
 /**
- * Opens a fill's secret from its `secret_ciphertext` (src/Store/FillSecrets.ts in the service; tests may pass
+ * Opens a fill's secret from its `secret_ciphertext` (src/Settlement/FillSecrets.ts in the service; tests may pass
  * their own). Called only to build a claim, or a claimPayment while the secret is not yet public.
  */
 export type OpenSecret = (fill: SettlingFill) => Effect.Effect<Hex, unknown, AppConfig>
@@ -279,17 +279,14 @@ export const stepSettlement =
       return pass.acted > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
     }).pipe(Effect.annotateLogs({ take_id: takeId }))
 
-/** Takes with settlement work pending (the start-up adoption wakes them; src/Store/Settlement.ts). */
+/** Takes with settlement work pending (the start-up adoption wakes them; src/Settlement/Repo.ts). */
 export const pendingKeys = settlementPendingTakes()
-
-/** An entity per take (id = the take id). */
-export const Settlement = Entity.make("settlement", [Wake, Tick])
 
 /** Chain times are read once per SETTLEMENT_SWEEP per runner at most, whichever take asks first. */
 const CHAIN_TIMES_TTL = Duration.millis(200)
 
 /**
- * Wakes on this runner (actors/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
+ * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
  * `settle:take:<take id>:payTake`) wakes its take; a committed escrow index page (v1 or v2) of a venue wakes the
  * takes with a fill open on it (a step may be final now).
  */
@@ -327,5 +324,5 @@ export const settlementEntityLive = (open: OpenSecret) =>
 export const settlementLive = (open: OpenSecret) =>
   Layer.mergeAll(settlementEntityLive(open), SettlementWakesLive, keyedAdoption(Settlement, pendingKeys))
 
-/** The service's settlement: secrets opened from their sealed rows (src/Store/FillSecrets.ts). */
+/** The service's settlement: secrets opened from their sealed rows (src/Settlement/FillSecrets.ts). */
 export const SettlementLive = settlementLive(openStoredFillSecret)

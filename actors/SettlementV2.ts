@@ -8,7 +8,6 @@
 import { Effect, Option } from "effect"
 import { getAddress, type Hex } from "viem"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
-import { Relayer } from "../src/Chain/Relayer.ts"
 import {
   cancelLockV2Call,
   claimPaymentV2Call,
@@ -24,14 +23,15 @@ import {
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, type SettlementCall } from "../src/Domain/SettlementStep.ts"
 import { CANCELLED_BY_PAY_KEY, decideV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
-import { keysOf, outcomesOf, recordCall } from "../src/Store/Settlement.ts"
+import { Relayer } from "../src/Relayer.ts"
+import { keysOf, outcomesOf, recordCall } from "../src/Settlement/Repo.ts"
 import {
   advanceFillV2,
   finishFillV2,
   type SettlingFillV2,
   settlingFillsV2,
   takeFillsV2,
-} from "../src/Store/SettlementV2.ts"
+} from "../src/Settlement/RepoV2.ts"
 
 const FILL_CONCURRENCY = 4
 const BATCH = 200

@@ -2,7 +2,7 @@
  * TransferDesk: an entity per transfer intent (on actors/Keyed.ts) that completes it when it was created short of
  * funds (or, on v2, before its pay key). Once the intent's funding
  * withdrawal is `relayed` AND the payer's wallet on the `from` chain holds `amount_in`, it creates the take
- * (src/Store/TransferTake.ts), which the client then signs from GET /v1/takes/{id}.
+ * (src/Transfers/TransferTake.ts), which the client then signs from GET /v1/takes/{id}.
  *
  * Safety rests on the database, not on this loop: the take is created and recorded under the transfer's row lock
  * (one take per transfer; a cancel either lands first and the desk skips, or finds the take and is refused), and
@@ -12,20 +12,20 @@
  * the client may cancel meanwhile. A settlement-v2 transfer is due only once its pay key is given (the take's
  * Fills name it; dueTransfers), with or without a funding withdrawal.
  */
-import { Entity } from "@effect/cluster"
 import { Duration, Effect, Layer, Option } from "effect"
+import { wakeIfClustered } from "../src/Cluster/KeyedWakes.ts"
 import { SecureRandom } from "../src/SecureRandom.ts"
+import { Settlement } from "../src/Settlement/Entity.ts"
+import { TransferDesk } from "../src/Transfers/Desk.ts"
 import {
   deferTransfer,
   deskPendingTransfers,
   deskState,
   dueTransfers,
   type TransferRow,
-} from "../src/Store/Transfers.ts"
-import { payerBalance, takeForTransfer } from "../src/Store/TransferTake.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
-import { wakeIfClustered } from "./KeyedWakes.ts"
-import { Settlement } from "./Settlement.ts"
+} from "../src/Transfers/Repo.ts"
+import { payerBalance, takeForTransfer } from "../src/Transfers/TransferTake.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** A pending transfer's cadence; a relayed withdrawal's payout lands on chain within seconds, so a second is enough. */
 export const TRANSFER_SWEEP = Duration.seconds(1)
@@ -90,9 +90,6 @@ export const stepTransferDesk = (id: string) =>
 
 /** Transfers the desk still has to give a take (the start-up adoption wakes them). */
 export const pendingKeys = deskPendingTransfers
-
-/** An entity per transfer intent (id = the transfer id). */
-export const TransferDesk = Entity.make("transfer-desk", [Wake, Tick])
 
 export const TransferDeskLive = Layer.mergeAll(
   TransferDesk.toLayer(

@@ -15,6 +15,7 @@ import {
   revertDataOf,
 } from "../src/Chain/RelayerPolicy.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import { parentOf } from "../src/Observability/Tracing.ts"
 import {
@@ -35,8 +36,7 @@ import {
   recordBroadcasts,
   recordRequestError,
   type SignedAttempt,
-} from "../src/Store/Relayer.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+} from "../src/Relayer/Repo.ts"
 
 /**
  * TxRelayer: one cluster singleton per (venue chain, operator key), the only nonce authority. Each

@@ -8,8 +8,8 @@ import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
-import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
 import {
   type ChainStatusRow,
   chainStatus,
@@ -21,9 +21,9 @@ import {
   recordedBlocks,
   recordHeads,
   recordIntegrityCheck,
-} from "../src/Store/ChainIndex.ts"
-import { notifyEscrowIndexed } from "../src/Store/Settlement.ts"
-import { supervisedSingleton } from "../src/Supervision.ts"
+} from "../src/Escrow/ChainIndex.ts"
+import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
+import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
 
 /**
@@ -34,7 +34,7 @@ import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
  * persisted cursor, reads the operator's gas, writes the status row /health reads, and runs the
  * integrity check when due or requested. RPC failures are classified and retried with backoff; a
  * failing chain is reported in its status row (not ready), never a crash. Anything that ends the body
- * (a defect outside a poll, a failed start) is restarted by its supervisor (src/Supervision.ts).
+ * (a defect outside a poll, a failed start) is restarted by its supervisor (src/Cluster/Supervision.ts).
  */
 
 interface Head {
@@ -436,7 +436,7 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     const run = Effect.gen(function* () {
       let failures = 0
       for (;;) {
-        // Outside the poll's own retry: a defect here is the supervisor's (src/Supervision.ts) to restart.
+        // Outside the poll's own retry: a defect here is the supervisor's (src/Cluster/Supervision.ts) to restart.
         yield* fault.hit("watcher.before-poll")
         const exit = yield* Effect.exit(poll)
         if (exit._tag === "Success") {

@@ -3,9 +3,9 @@
  * (lowercase address), that relays each signed withdrawal of that account to its venue once, and reconciles the
  * ones whose outcome is unknown against venue evidence until they resolve. Built on the keyed loop
  * (actors/Keyed.ts); the database stays the truth.
- * - `Submit` (persisted intent): the HTTP handler (src/Http/WithdrawalsHandlers.ts) has verified the signed
+ * - `Submit` (persisted intent): the HTTP handler (src/Withdrawals/Http.ts) has verified the signed
  *   preparation and answered an identical repeat from a lookup by preparation BEFORE sending; the entity runs
- *   src/Store/Withdrawals.ts `createWithdrawal` (one transaction under the linked-account row lock: the `queued`
+ *   src/Withdrawals/Repo.ts `createWithdrawal` (one transaction under the linked-account row lock: the `queued`
  *   row and its journal row) and replies the withdrawal's id, or ChallengeExpired / NotFound / WithdrawalPending
  *   from the error catalogue. Primary key: the preparation's digest and the new withdrawal's id (a refusal is the
  *   answer of that moment, never replayed to a later retry; the preparation's unique withdrawal de-duplicates).
@@ -25,14 +25,17 @@
  *   or a send's outcome, and the keyed loop's persisted backstop tick after a crash. Sends and evidence checks run
  *   beside the loop (in the entity's scope), so a slow venue never holds the pass.
  */
-import { ClusterSchema, Entity } from "@effect/cluster"
-import { Rpc } from "@effect/rpc"
+import { Entity } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
-import { Cause, Clock, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
+import { Cause, Clock, Effect, Exit, Layer, Option, Schedule } from "effect"
 import type { Address, Hex } from "viem"
+import { VenueAdaptersLive } from "../src/Accounts/VenueAdaptersLive.ts"
+import { withRequestIdOf } from "../src/Cluster/Keyed.ts"
 import { AppConfig } from "../src/Config.ts"
 import { ChallengeExpired, NotFound, WithdrawalPending } from "../src/Domain/Errors.ts"
 import type { WithdrawalState } from "../src/Domain/Withdrawal.ts"
+import { VenueAdapters } from "../src/Venues/VenueAdapters.ts"
+import { WithdrawalDesk, type WithdrawalIntent, withdrawalDeskId } from "../src/Withdrawals/Desk.ts"
 import {
   accountHasOpenWithdrawal,
   accountsWithOpenWithdrawals,
@@ -47,11 +50,8 @@ import {
   type VenueAccount,
   venueRefClaimed,
   type WithdrawalRow,
-} from "../src/Store/Withdrawals.ts"
-import { VenueAdapters } from "../src/Venues/VenueAdapters.ts"
-import { VenueAdaptersLive } from "../src/Venues/VenueAdaptersLive.ts"
-import { withRequestIdOf } from "./CloseQueue.ts"
-import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions, Tick, Wake } from "./Keyed.ts"
+} from "../src/Withdrawals/Repo.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 const BATCH = 64
 
@@ -61,25 +61,10 @@ const exponentialCapped = Schedule.exponential("100 millis").pipe(
   Schedule.union(Schedule.spaced("10 seconds")),
 )
 
-/** The entity id of a venue account's desk. */
-export const withdrawalDeskId = (venue: string, address: string) => `${venue}:${address.toLowerCase()}`
-
 const accountOf = (id: string): VenueAccount => {
   const at = id.lastIndexOf(":")
   return { venue: id.slice(0, at), address: id.slice(at + 1) }
 }
-
-/** A signed preparation to queue: its digest (the client's key), the signature, the new withdrawal's id. */
-export const WithdrawalIntent = Schema.Struct({ id: Schema.String, digest: Schema.String, signature: Schema.String })
-
-export const Submit = Rpc.make("Submit", {
-  payload: WithdrawalIntent.fields,
-  success: Schema.Struct({ id: Schema.String }),
-  error: Schema.Union(ChallengeExpired, NotFound, WithdrawalPending),
-  primaryKey: (p) => `${p.digest}/${p.id}`,
-}).annotate(ClusterSchema.Persisted, true)
-
-export const WithdrawalDesk = Entity.make("withdrawal-desk", [Wake, Tick, Submit])
 
 /** The accounts with an open withdrawal (start-up and periodic adoption wake their desks). */
 export const pendingKeys = Effect.map(accountsWithOpenWithdrawals, (accounts) =>
@@ -134,7 +119,7 @@ const EntityLive = WithdrawalDesk.toLayer(
 
     const move = (row: WithdrawalRow, from: WithdrawalState, to: WithdrawalState, fields: TransitionFields) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => transition(row.id, from, to, fields, now)).pipe(
-        // A move written is logged by the store (src/Store/Withdrawals.ts) with its fields.
+        // A move written is logged by the store (src/Withdrawals/Repo.ts) with its fields.
         Effect.tap((moved) =>
           Option.isNone(moved)
             ? Effect.logWarning("withdrawal not moved: another desk moved it first").pipe(

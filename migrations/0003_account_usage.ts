@@ -4,7 +4,7 @@ import { Effect } from "effect"
 /**
  * The cores of the tables that make a linked account "in use" (spec: DELETE /v1/accounts/{venue}):
  * orders, fills and withdrawals. Later migrations add their remaining columns; the in-use rule
- * reads only the columns defined here (see src/Store/AccountUsage.ts).
+ * reads only the columns defined here (see src/Accounts/Usage.ts).
  */
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

@@ -12,7 +12,7 @@ import { Effect } from "effect"
  *   data this service built for that account; one withdrawal per preparation.
  * - `withdrawal_nonces`: a strictly increasing nonce clock per venue account (two prepares in one millisecond
  *   must not share a venue nonce).
- * - `venue_agents`: one agent key per venue account, AES-256-GCM encrypted (src/Store/VenueAgents.ts).
+ * - `venue_agents`: one agent key per venue account, AES-256-GCM encrypted (src/Accounts/VenueAgents.ts).
  * - Sign-in and link challenges of the agent-approval venue carry the typed data they issued and, for a new
  *   agent, its encrypted key until the approval is verified.
  */

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Closes of escrow orders (src/Store/Closes.ts, actors/CloseQueue.ts):
+ * Closes of escrow orders (src/Escrow/Closes.ts, actors/CloseQueue.ts):
  * - `close_queues`: one row per (owner, chain). Every enqueue locks it (`select … for update`) before it counts
  *   the owner's pending closes and inserts, so the limit of 10 pending closes per owner and chain holds across
  *   any number of processes.

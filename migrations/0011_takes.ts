@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Takes and their fills (DESIGN §10; src/Store/Takes.ts, actors/Settlement.ts).
+ * Takes and their fills (DESIGN §10; src/Takes/Repo.ts, actors/Settlement.ts).
  *
  * `takes`: one row per (master, client_take_id). The request's parameters are kept as given, so a repeat with the
  * same parameters answers the same take and one with others is a STATE_CONFLICT. `to_sign` holds the exact sign
@@ -18,7 +18,7 @@ import { Effect } from "effect"
  * as 16 bytes, left-padded with zeros). `fill` is the signed Fill message in wire form (decimal strings,
  * lowercase addresses) exactly as answered in `to_sign`; `signature` the payer's signature once given.
  * The secret behind `hashlock` is generated at creation and kept only as `secret_ciphertext` (AES-256-GCM, see
- * src/Store/FillSecrets.ts); it is revealed on chain by `claim` only.
+ * src/Settlement/FillSecrets.ts); it is revealed on chain by `claim` only.
  *
  * Fill `state` (final = true for the last five):
  *   reserved → signed → locking → locked → paying → paid → claiming → claimed → settled

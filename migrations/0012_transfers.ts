@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Transfer intents (src/Store/Transfers.ts, actors/TransferDesk.ts): an optional venue withdrawal `to: signer`
+ * Transfer intents (src/Transfers/Repo.ts, actors/TransferDesk.ts): an optional venue withdrawal `to: signer`
  * that prefunds the payer's wallet on the `from` chain, then a take.
  *
  * - One row per (master, client_transfer_id); the request's parameters are kept as given so an identical repeat

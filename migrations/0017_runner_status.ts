@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * One row per cluster runner, rewritten by that runner about every 2 s (src/RunnerStatus.ts): what
+ * One row per cluster runner, rewritten by that runner about every 2 s (src/Cluster/RunnerStatus.ts): what
  * /health shows of supervision on every runner. `actors` holds one entry per singleton registered
  * on the runner: name, kind, active, restarts, last failure (a public one-line message and its
  * time). `singletons` are the names whose body runs there now; `shards` the shards it holds. A row

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Settlement v2's own records beside 0019 (src/Store/SettlementV2.ts, DESIGN §10):
+ * Settlement v2's own records beside 0019 (src/Settlement/RepoV2.ts, DESIGN §10):
  * - `takes.pay_authorization_requested_at`: when every lock of the take was seen final and the journal got
  *   `take.pay_authorization_requested` (set once, in that transaction; null = not yet, or never: a lock failed).
  * - `settlement_v2_marks`: on-chain evidence counted once per fill (primary key (fill_id, kind)):

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * One row per open GET /v1/stream connection of any process on this database (src/Store/StreamSlots.ts):
+ * One row per open GET /v1/stream connection of any process on this database (src/Stream/Slots.ts):
  * the spec's 256, the token-less share and the per-client share are counted over these rows, so they hold
  * across runners. `holder` is the process (a random id per process), `client` the client identity
  * (src/Domain/ClientAddress.ts), `kind` anonymous | reserve | signed (src/Stream/Connections.ts). A row whose

@@ -9,14 +9,14 @@ import {
 import { NodeClusterSocket } from "@effect/platform-node"
 import { RpcSerialization } from "@effect/rpc"
 import { Config, Effect, Layer, Option } from "effect"
-import { shardingConfig } from "./ClusterConfig.ts"
-import { socketRunnerLayer } from "./ClusterRunner.ts"
+import { shardingConfig } from "./Cluster/Config.ts"
+import { socketRunnerLayer } from "./Cluster/Runner.ts"
+import { RunnerStatusLive } from "./Cluster/RunnerStatus.ts"
+import { Supervision } from "./Cluster/Supervision.ts"
 import { ConfigInvalid } from "./Config.ts"
 import { freePort } from "./FreePort.ts"
-import { RunnerStatusLive } from "./RunnerStatus.ts"
+import { CLUSTER_STORAGE_LOCK, withAdvisoryLock } from "./Sql/AdvisoryLock.ts"
 import { describeListenFailure } from "./StartupChecks.ts"
-import { CLUSTER_STORAGE_LOCK, withAdvisoryLock } from "./Store/AdvisoryLock.ts"
-import { Supervision } from "./Supervision.ts"
 
 export interface RunnerOptions {
   /** Address other runners use to reach this one. */
@@ -41,7 +41,7 @@ export const clusterStorage = (overrides: Partial<ShardingConfig.ShardingConfig[
 
 /**
  * NodeClusterSocket.layer's socket runner with ping health checks, minus its own ShardingConfig, and with a
- * start-up line that names the runner's address as internal (ClusterRunner.ts) instead of `Listening on: …`.
+ * start-up line that names the runner's address as internal (Cluster/Runner.ts) instead of `Listening on: …`.
  */
 const socketRunner = socketRunnerLayer.pipe(
   Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),

@@ -85,7 +85,7 @@ export class RelayerSettings extends Schema.Class<RelayerSettings>("RelayerSetti
 }) {}
 
 /**
- * How the service talks to a venue's own API (src/Venues/VenueAdaptersLive.ts). Every field is optional; the
+ * How the service talks to a venue's own API (src/Accounts/VenueAdaptersLive.ts). Every field is optional; the
  * defaults are the venues' documented mainnet values. Only what the devnet or a test environment needs to change
  * is exposed.
  */
@@ -223,7 +223,7 @@ export class SettlementTimings extends Schema.Class<SettlementTimings>("Settleme
    */
   escrow_version: Schema.optionalWith(Schema.Literal(1, 2), { default: () => 2 as const }),
   /**
-   * Settlement v2 fades (src/Store/SettlementV2.ts, migration 0020): a maker identity is flagged not routable once its
+   * Settlement v2 fades (src/Settlement/RepoV2.ts, migration 0020): a maker identity is flagged not routable once its
    * fades (payments final with reveal_cutoff left on a live lock, never claimed) exceed max_fade_rate × max(its
    * chances, fade_min_chances); the floor keeps a new identity from being judged on one or two fills.
    */

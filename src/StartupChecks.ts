@@ -3,7 +3,7 @@ import { Either } from "effect"
 /**
  * Start-up checks of the environment whose failures must read as one line naming the setting and the
  * fix (never a stack, never a secret): the SETTLEMENT_CONFIG file's JSON syntax, OPERATOR_KEY, and
- * DATABASE_URL (its form here; its reachability when the pool first connects, see Store/Database.ts).
+ * DATABASE_URL (its form here; its reachability when the pool first connects, see Sql/Database.ts).
  * Nothing here echoes the text it judges: a config file holds the operator key, a URL its password.
  */
 

@@ -1,14 +1,14 @@
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { ConfigError, Console, Effect, Layer } from "effect"
 import { ActorsLive } from "../actors/Actors.ts"
-import { ChainLive } from "./Chain/ChainLive.ts"
+import { ChainLive } from "./ChainLive.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
 import { LoggingLive } from "./Observability/Log.ts"
 import { OperatorLive } from "./Observability/OperatorListener.ts"
 import { TracingLive } from "./Observability/Tracing.ts"
-import { DatabaseLive } from "./Store/Database.ts"
+import { DatabaseLive } from "./Sql/Database.ts"
 
 /** The composition root: the only module that imports actors/. */
 export const MainLive = Layer.mergeAll(HttpLive, ActorsLive, OperatorLive).pipe(

@@ -7,7 +7,7 @@
 import { existsSync, lstatSync, readFileSync, rmSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, join, relative, resolve, sep } from "node:path"
-import { relocatedDataDir } from "../../src/Store/EmbeddedPostgres.ts"
+import { relocatedDataDir } from "../../src/Sql/EmbeddedPostgres.ts"
 import { devnetPaths } from "./DevnetOptions.ts"
 import { acquireLock, DevnetAlreadyRunning, pidAlive } from "./Lock.ts"
 

@@ -1,5 +1,5 @@
 /**
- * When a maker identity's fades make it not routable (settlement v2, DESIGN §10; src/Store/SettlementV2.ts keeps the
+ * When a maker identity's fades make it not routable (settlement v2, DESIGN §10; src/Settlement/RepoV2.ts keeps the
  * counts). A chance: a payment final on the identity's live lock with at least reveal_cutoff left before
  * takerExpiry; a fade: such a payment never claimed. Flagged once fades > maxFadeRate × max(chances, minChances):
  * the floor keeps a new identity from being flagged for its first miss, and a rate of 0 flags at the first fade.

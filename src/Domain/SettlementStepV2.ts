@@ -136,7 +136,7 @@ const publicSecret = (f: FillFactsV2) => f.secret ?? f.lock?.secret ?? f.payment
 
 /**
  * The error a cancelLock carries when the pay key cancelled before payBy without authorising: the client released
- * the lock itself, so it is not a lock "left unpaid past payBy" (src/Store/SettlementV2.ts counts those).
+ * the lock itself, so it is not a lock "left unpaid past payBy" (src/Settlement/RepoV2.ts counts those).
  */
 export const CANCELLED_BY_PAY_KEY = "cancelled by the pay key"
 

@@ -1,6 +1,6 @@
 /**
  * Take routing: how `amountIn` of venue `from`'s token is split over makers' quotes that pay out venue `to`'s
- * token. Pure: no services, no I/O, no clock; the caller loads admissible candidates (src/Store/QuoteCandidates.ts)
+ * token. Pure: no services, no I/O, no clock; the caller loads admissible candidates (src/Takes/QuoteCandidates.ts)
  * and the limits (`limits.fill_max`, `max_parts`).
  *
  * A quote says "the maker supplies `supply` of the `to` token for `receive` of the `from` token"; its price for the

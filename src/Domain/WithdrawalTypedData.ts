@@ -6,7 +6,7 @@
  */
 import { Effect, Either } from "effect"
 import { type Address, type Hex, recoverAddress } from "viem"
-import { readEnvelope, type TypedDataObject, typedDataDigest } from "../Venues/TypedData.ts"
+import { readEnvelope, type TypedDataObject, typedDataDigest } from "./TypedData.ts"
 
 /** The EIP-712 digest of client-supplied typed data, or why it has none. */
 export const digestOfUntrusted = (input: unknown): Either.Either<Hex, string> =>

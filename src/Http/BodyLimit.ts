@@ -3,8 +3,8 @@ import { type HttpApp, HttpIncomingMessage, HttpMethod, HttpServerRequest } from
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 import { InvalidRequest, PayloadTooLarge } from "../Domain/Errors.ts"
+import { exceedsJsonDepth, tooDeepMessage } from "../Domain/JsonDepth.ts"
 import { envelopeResponse } from "./Envelope.ts"
-import { exceedsJsonDepth, tooDeepMessage } from "./JsonDepth.ts"
 
 const TOO_LARGE = Symbol("too-large")
 

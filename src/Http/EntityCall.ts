@@ -1,7 +1,7 @@
 import { ClusterError } from "@effect/cluster"
 import { RpcClient } from "@effect/rpc"
 import { Duration, Effect, FiberRef } from "effect"
-import { REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
+import { REQUEST_ID_HEADER } from "../Cluster/Keyed.ts"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
 import { CurrentRequestId } from "./RequestId.ts"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
+import { findAccount } from "../Accounts/Repo.ts"
 import { AccessRequired, Forbidden } from "../Domain/Errors.ts"
 import { type CredentialPrincipal, CurrentPrincipal, type SessionPrincipal } from "../Domain/Principal.ts"
-import { findAccount } from "../Store/Accounts.ts"
 
 /** Routes that move capital, link, take or close: a master session only, never a credential. */
 export const requireSession = Effect.flatMap(CurrentPrincipal, (p) =>

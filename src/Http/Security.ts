@@ -1,12 +1,12 @@
 import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
+import { authenticateHeader, BEARER, CredentialResolver } from "../Auth/Bearer.ts"
 import { AppConfig } from "../Config.ts"
 import { RateLimited, Unauthorized } from "../Domain/Errors.ts"
-import { type CredentialPrincipal, CurrentPrincipal, type Principal } from "../Domain/Principal.ts"
+import { CurrentPrincipal, type Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
-import { takeToken } from "../Store/RateLimiter.ts"
-import { findSessionByHash } from "../Store/Sessions.ts"
+import { takeToken } from "../Sql/RateLimiter.ts"
 import * as Wire from "./Errors.ts"
 
 /** Requests that carry a bearer: a master session or a maker credential (`mk_…`). */
@@ -16,70 +16,11 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
   security: { bearer: HttpApiSecurity.bearer },
 }) {}
 
-/**
- * Resolves an `mk_` credential by the SHA-256 of its token. Credentials are issued by the makers'
- * routes; until those exist no credential resolves, so every `mk_` bearer is unknown (401).
- */
-export class CredentialResolver extends Context.Reference<CredentialResolver>()("CredentialResolver", {
-  defaultValue: () => ({
-    resolve: (_tokenHash: Buffer): Effect.Effect<Option.Option<CredentialPrincipal>> => Effect.succeedNone,
-    /**
-     * Resolves and takes one token of the credential's request budget in one round trip (the HTTP
-     * middleware's path). `retryAfterSeconds` null: charged; a number: the budget is exhausted.
-     */
-    resolveCharged: (
-      _tokenHash: Buffer,
-      _bucket: { readonly rate: number; readonly burst: number },
-    ): Effect.Effect<
-      Option.Option<{ readonly principal: CredentialPrincipal; readonly retryAfterSeconds: number | null }>
-    > => Effect.succeedNone,
-  }),
-}) {}
-
-/** `Authorization: Bearer <token>` with a token of URL-safe characters; anything else is malformed. */
-const BEARER = /^Bearer ([A-Za-z0-9_-]{16,256})$/
-
-const unauthorized = (why: string) => Effect.fail(new Unauthorized({ message: why }))
-
 /** Adds Retry-After (seconds) to whatever response this request ends with. */
 export const retryAfter = (seconds: number) =>
   HttpApp.appendPreResponseHandler((_req, res) =>
     Effect.succeed(HttpServerResponse.setHeader(res, "retry-after", String(seconds))),
   )
-
-/**
- * Resolves the Authorization header to a principal. Authorization is the only header that
- * authenticates; the framework's bearer extraction does not check the scheme, so the raw header
- * is read. Expiry is judged by the Effect clock, so tests drive it with TestClock.
- */
-export const authenticateHeader = (
-  header: string | undefined,
-  admins: ReadonlySet<string>,
-  resolver: CredentialResolver["Type"] = CredentialResolver.defaultValue(),
-) =>
-  Effect.gen(function* () {
-    if (header === undefined) return yield* unauthorized("missing bearer token")
-    const match = BEARER.exec(header)
-    if (!match) return yield* unauthorized("malformed Authorization header: expected Bearer <token>")
-    const token = match[1]!
-    const hash = sha256(token)
-    if (token.startsWith("mk_")) {
-      const credential = yield* resolver.resolve(hash)
-      if (Option.isNone(credential)) return yield* unauthorized("unknown or revoked credential")
-      return credential.value as Principal
-    }
-    const session = yield* findSessionByHash(hash).pipe(Effect.orDie)
-    if (Option.isNone(session)) return yield* unauthorized("unknown session")
-    if (session.value.revoked_at !== null) return yield* unauthorized("session revoked")
-    const now = yield* Clock.currentTimeMillis
-    if (session.value.expires_at.getTime() <= now) return yield* unauthorized("session expired")
-    return {
-      _tag: "Session",
-      sessionId: session.value.id,
-      master: session.value.master,
-      admin: admins.has(session.value.master),
-    } as Principal
-  })
 
 /**
  * What both authentication middlewares do with a bearer: a session is resolved, then charged one token of its
@@ -92,6 +33,7 @@ export const bearerAuthenticator = Effect.gen(function* () {
   const resolver = yield* CredentialResolver
   const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
   const { requests_per_second: rate, request_burst: burst } = deployment.limits
+  const unauthorized = (why: string) => Effect.fail(new Unauthorized({ message: why }))
   const limited = (seconds: number) =>
     Effect.zipRight(
       retryAfter(seconds),

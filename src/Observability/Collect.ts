@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, type Metric } from "effect"
-import { chainHealth } from "../Chain/Readiness.ts"
+import { Supervision } from "../Cluster/Supervision.ts"
 import { AppConfig } from "../Config.ts"
 import { WITHDRAWAL_STATES } from "../Domain/Withdrawal.ts"
-import { chainStatusRows } from "../Store/ChainIndex.ts"
-import { journalStats } from "../Store/Journal.ts"
+import { chainStatusRows } from "../Escrow/ChainIndex.ts"
+import { chainHealth } from "../Health/Readiness.ts"
+import { journalStats } from "../Sql/Journal.ts"
 import { StreamConnections } from "../Stream/Connections.ts"
-import { Supervision } from "../Supervision.ts"
 import {
   actorActive,
   actorRestarts,

@@ -4,13 +4,13 @@ import * as OtelResource from "@effect/opentelemetry/Resource"
 import type { SqlClient } from "@effect/sql"
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
 import { Config, Console, Context, Effect, Layer, Option, Runtime } from "effect"
-import type { ChainStatusBoard } from "../Chain/ChainStatusBoard.ts"
 import { type AppConfig, ConfigInvalid } from "../Config.ts"
+import type { ChainStatusBoard } from "../Health/ChainStatusBoard.ts"
+import { healthReport } from "../Health/Report.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
-import { recentSettlements, relayerQueues } from "../Store/StatusPage.ts"
 import { collectGauges } from "./Collect.ts"
-import { healthReport } from "./HealthReport.ts"
 import { STATUS_HTML } from "./StatusPage.ts"
+import { recentSettlements, relayerQueues } from "./StatusPageRepo.ts"
 
 /**
  * The operator listener (DESIGN §8): operators' pages live on their own port, never on the public API.
@@ -19,7 +19,7 @@ import { STATUS_HTML } from "./StatusPage.ts"
  * HTTP server is not started (`preventServerStart`): its request handler answers on this listener, after
  * the gauges of persisted state were read (src/Observability/Collect.ts). `GET /status` is the operators'
  * status page (src/Observability/StatusPage.ts), which reads `GET /health` (the public route's body and
- * status, src/Observability/HealthReport.ts) and `GET /status/data` (relayer queues, recent settlements).
+ * status, src/Health/Report.ts) and `GET /status/data` (relayer queues, recent settlements).
  *
  * OPERATOR_HOST defaults to loopback; OPERATOR_PORT to a free port (as RUNNER_PORT does), announced in the
  * start-up output. Set OPERATOR_PORT for a Prometheus scrape target (e.g. 9464).

@@ -2,7 +2,7 @@
  * The operators' status page (issue 17 item 5), GET /status on the operator listener: one HTML document with
  * its style and script inline (no build step, no external asset), which fetches `/health` (the public route's
  * body, served on the operator listener too) and `/status/data` (relayer queues, recent settlements:
- * src/Store/StatusPage.ts) every `?refresh=<seconds>` (default 5) and renders them. Every value is written
+ * src/Observability/StatusPageRepo.ts) every `?refresh=<seconds>` (default 5) and renders them. Every value is written
  * with textContent (nothing the service returns is parsed as HTML). Cells carry `data-k` names and rows
  * `data-id`, so a test (test/integration/status-page.test.ts) reads them back in a real browser.
  */

@@ -6,7 +6,7 @@ import { Config, Context, Duration, Effect, Layer, Option, Tracer } from "effect
 /**
  * Traces (issue 17 item 3). Spans: the request's server span (src/Http/GlobalMiddleware.ts, named by the
  * route template, with `request_id`), the SQL client's own `sql.execute` / `sql.transaction` spans,
- * `relayer.submit` (src/Chain/Relayer.ts) and the TxRelayer's `relayer.sent`, parented on the submitting
+ * `relayer.submit` (src/Relayer.ts) and the TxRelayer's `relayer.sent`, parented on the submitting
  * span through the `trace_parent` stored on the relayer row (migration 0024), so a relayed call's trace
  * runs from the HTTP request into the actor that sends it.
  *

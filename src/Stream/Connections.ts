@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Duration, Effect } from "effect"
-import { acquireSlot, refreshSlots, releaseSlot, settleReserveAnonymously, signSlot } from "../Store/StreamSlots.ts"
+import { acquireSlot, refreshSlots, releaseSlot, settleReserveAnonymously, signSlot } from "./Slots.ts"
 import { STREAM_LIMITS } from "./StreamProtocol.ts"
 
 /** What the stream has done in this process: for reporting and for tests. */
@@ -67,7 +67,7 @@ const SLOT_HEARTBEAT = Duration.seconds(2)
 
 /**
  * The connection limit (spec Limits: 256 stream connections) and its per-client shares, global across the
- * runners on one database: each slot is a row of stream_slots (src/Store/StreamSlots.ts says why rows),
+ * runners on one database: each slot is a row of stream_slots (src/Stream/Slots.ts says why rows),
  * taken before the upgrade and deleted when the session ends, however it ends; a process that dies stops
  * refreshing its rows and they stop counting within SLOT_LIFETIME_SECONDS. Within the 256: one client holds
  * at most `perClient`, and connections without a token at most `anonymous`, so a flood of token-less

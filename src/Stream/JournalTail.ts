@@ -1,7 +1,7 @@
 import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Deferred, type Duration, Effect, Exit, FiberId, Layer, Queue, Schedule, Stream } from "effect"
-import { JOURNAL_PUBLISHED_CHANNEL } from "../Store/Journal.ts"
+import { JOURNAL_PUBLISHED_CHANNEL } from "../Sql/Journal.ts"
 import { StreamConnections } from "./Connections.ts"
 import { type JournalEvent, journalHead, readJournalAfter } from "./JournalReader.ts"
 

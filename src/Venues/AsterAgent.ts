@@ -9,7 +9,7 @@ import { Effect, type Redacted } from "effect"
 import * as R from "effect/Redacted"
 import type { Address, Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import type { TypedDataObject } from "./TypedData.ts"
+import type { TypedDataObject } from "../Domain/TypedData.ts"
 import { AgentUnavailable } from "./VenueErrors.ts"
 
 export interface AsterAgentSigner {

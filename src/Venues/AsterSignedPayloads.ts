@@ -4,6 +4,7 @@
  */
 import { Either } from "effect"
 import type { Address } from "viem"
+import { asAddress, asSafeInteger, readEnvelope, sameFields, ZERO_ADDRESS } from "../Domain/TypedData.ts"
 import type { FormPairs } from "./AsterForm.ts"
 import {
   ACTION_FIELDS,
@@ -13,7 +14,6 @@ import {
   ASTER_WITHDRAW_DOMAIN,
   MESSAGE_FIELDS,
 } from "./AsterTypedData.ts"
-import { asAddress, asSafeInteger, readEnvelope, sameFields, ZERO_ADDRESS } from "./TypedData.ts"
 
 const PLAIN_DECIMAL = /^[0-9]+(\.[0-9]+)?$/
 

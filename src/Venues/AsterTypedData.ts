@@ -16,7 +16,12 @@
  *    withdrawal chain / zero contract. Two field names contain a space; that is part of the signed type.
  */
 import type { Address } from "viem"
-import { EIP712_DOMAIN_FIELDS, type TypedDataField, type TypedDataObject, zeroContractDomain } from "./TypedData.ts"
+import {
+  EIP712_DOMAIN_FIELDS,
+  type TypedDataField,
+  type TypedDataObject,
+  zeroContractDomain,
+} from "../Domain/TypedData.ts"
 
 export const ASTER_SIGN_TRANSACTION = "AsterSignTransaction"
 export const ASTER_WITHDRAW_DOMAIN = "Aster"

@@ -9,6 +9,14 @@
 import { Either } from "effect"
 import type { Hex } from "viem"
 import {
+  asAddress,
+  asSafeInteger,
+  readEnvelope,
+  sameFields,
+  type TypedDataObject,
+  ZERO_ADDRESS,
+} from "../Domain/TypedData.ts"
+import {
   ACTION_TYPE_BY_PRIMARY_TYPE,
   FIELDS_BY_PRIMARY_TYPE,
   HYPERLIQUID_DOMAIN_NAME,
@@ -19,7 +27,6 @@ import {
   USD_SEND,
   WITHDRAW,
 } from "./HyperliquidTypedData.ts"
-import { asAddress, asSafeInteger, readEnvelope, sameFields, type TypedDataObject, ZERO_ADDRESS } from "./TypedData.ts"
 import { SubmitOutcome } from "./VenueAdapter.ts"
 import { type HttpAnswer, isRecord, PRE_EXECUTION_STATUSES, parseJson } from "./VenueHttp.ts"
 

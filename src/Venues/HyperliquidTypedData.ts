@@ -18,7 +18,7 @@ import {
   type TypedDataField,
   type TypedDataObject,
   zeroContractDomain,
-} from "./TypedData.ts"
+} from "../Domain/TypedData.ts"
 
 export type HyperliquidChain = "Mainnet" | "Testnet"
 

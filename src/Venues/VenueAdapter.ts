@@ -6,7 +6,7 @@
 import { Data, type Effect } from "effect"
 import type { Address, Hex } from "viem"
 import type { VenueKind } from "../Config.ts"
-import type { TypedDataObject } from "./TypedData.ts"
+import type { TypedDataObject } from "../Domain/TypedData.ts"
 import type { AgentUnavailable, TypedDataRejected, VenueUnavailable, WithdrawalRequestInvalid } from "./VenueErrors.ts"
 
 /** Spec `POST /v1/withdrawals/prepare` `to`: the linked signer on the escrow chain, or the venue wallet route. */

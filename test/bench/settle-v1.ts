@@ -30,14 +30,12 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { wakeKeyed } from "../../actors/Keyed.ts"
-import { pendingKeys, Settlement, SettlementLive } from "../../actors/Settlement.ts"
+import { pendingKeys, SettlementLive } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
-import { Relayer } from "../../src/Chain/Relayer.ts"
 import {
   claimCall,
   claimPaymentCall,
@@ -47,8 +45,11 @@ import {
   quoteSetFromRow,
   type StoredQuote,
 } from "../../src/Chain/SettlementCalls.ts"
+import { wakeKeyed } from "../../src/Cluster/Keyed.ts"
+import { Supervision } from "../../src/Cluster/Supervision.ts"
 import { AppConfig } from "../../src/Config.ts"
-import { Supervision } from "../../src/Supervision.ts"
+import { Relayer } from "../../src/Relayer.ts"
+import { Settlement } from "../../src/Settlement/Entity.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { runKeyed } from "../support/KeyedActors.ts"

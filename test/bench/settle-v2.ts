@@ -34,7 +34,7 @@ import {
 } from "../../src/Chain/SettlementCallsV2.ts"
 import { authorizePayment, httpTakerApi, type TakerApi, TakerApiError } from "../../src/Client/TakerFlow.ts"
 import { payTakeTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { databaseLayer } from "../../src/Store/Database.ts"
+import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, sendCalls, type TestChain } from "../support/ChainDevnet.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"

@@ -9,7 +9,7 @@ import { mockCoreDepositWalletAbi, settlementEscrowAbi } from "../../src/Chain/a
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { closeOffer } from "../../src/Domain/Close.ts"
 import { freePort } from "../../src/FreePort.ts"
-import { databaseLayer } from "../../src/Store/Database.ts"
+import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, fundOrders, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
 import { testDatabaseUrl } from "../support/Database.ts"

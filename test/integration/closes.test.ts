@@ -3,7 +3,7 @@ import { expect, layer } from "@effect/vitest"
 import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
 import { type Address, encodeFunctionData, type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { closeQueueId, stepCloseQueue } from "../../actors/CloseQueue.ts"
+import { stepCloseQueue } from "../../actors/CloseQueue.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import {
@@ -17,6 +17,7 @@ import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { closeOffer, ZERO_ORDER_ID } from "../../src/Domain/Close.ts"
 import { SPOT_DEX } from "../../src/Domain/EscrowTypedData.ts"
+import { closeQueueId } from "../../src/Escrow/CloseQueue.ts"
 import {
   account,
   fundOrders,

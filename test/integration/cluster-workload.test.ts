@@ -45,7 +45,7 @@ import {
 import { PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { freePort } from "../../src/FreePort.ts"
-import { databaseLayer } from "../../src/Store/Database.ts"
+import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, sendCalls, type TestChain } from "../support/ChainDevnet.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"

@@ -24,7 +24,7 @@ import {
   relocatedDataDir,
   startEmbeddedPostgres,
   startEmbeddedPostgresInstance,
-} from "../../src/Store/EmbeddedPostgres.ts"
+} from "../../src/Sql/EmbeddedPostgres.ts"
 
 const isRoot = process.getuid?.() === 0
 

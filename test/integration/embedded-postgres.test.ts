@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { freePort } from "../../src/FreePort.ts"
-import { startEmbeddedPostgres } from "../../src/Store/EmbeddedPostgres.ts"
+import { startEmbeddedPostgres } from "../../src/Sql/EmbeddedPostgres.ts"
 
 /** A loopback port someone else holds for the scope's lifetime. */
 const takenPort = Effect.acquireRelease(

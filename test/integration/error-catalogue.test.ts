@@ -17,7 +17,7 @@ import { RpcClient } from "@effect/rpc"
 import { expect, layer, it as plain } from "@effect/vitest"
 import { Effect, Either, Fiber, FiberRef, TestClock } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { REQUEST_ID_HEADER } from "../../actors/CloseQueue.ts"
+import { REQUEST_ID_HEADER } from "../../src/Cluster/Keyed.ts"
 import {
   CATALOGUE,
   type CatalogueClass,

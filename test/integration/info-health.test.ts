@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { appendJournal } from "../../src/Store/Journal.ts"
+import { appendJournal } from "../../src/Sql/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"

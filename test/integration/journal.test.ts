@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Random, Stream } from "effect"
 import { runJournalPublisher } from "../../actors/JournalPublisher.ts"
-import { appendJournal, JOURNAL_PUBLISHED_CHANNEL, journalStats, publishJournalBatch } from "../../src/Store/Journal.ts"
+import { appendJournal, JOURNAL_PUBLISHED_CHANNEL, journalStats, publishJournalBatch } from "../../src/Sql/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
 

@@ -1,11 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Clock, Effect, Either, FiberRef, TestClock, TestContext } from "effect"
+import { ensureAccount } from "../../src/Accounts/Repo.ts"
+import { authenticateHeader } from "../../src/Auth/Bearer.ts"
+import { insertSession } from "../../src/Auth/Sessions.ts"
 import { classOf } from "../../src/Domain/Errors.ts"
 import { CurrentRequestId } from "../../src/Http/RequestId.ts"
-import { authenticateHeader } from "../../src/Http/Security.ts"
 import { sha256 } from "../../src/SecureRandom.ts"
-import { ensureAccount } from "../../src/Store/Accounts.ts"
-import { insertSession } from "../../src/Store/Sessions.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 
 const SEVEN_DAYS = 7 * 24 * 3600 * 1000

@@ -4,24 +4,19 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Layer, Schedule, Scope } from "effect"
 import type { Address, Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { wakeKeyed } from "../../actors/Keyed.ts"
-import {
-  type OpenSecret,
-  pendingKeys,
-  Settlement,
-  SettlementLive,
-  settlementEntityLive,
-} from "../../actors/Settlement.ts"
+import { type OpenSecret, pendingKeys, SettlementLive, settlementEntityLive } from "../../actors/Settlement.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
-import { Relayer } from "../../src/Chain/Relayer.ts"
+import { wakeKeyed } from "../../src/Cluster/Keyed.ts"
 import { clusterLayer } from "../../src/Cluster.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { freePort } from "../../src/FreePort.ts"
-import { openStoredFillSecret } from "../../src/Store/FillSecrets.ts"
+import { Relayer } from "../../src/Relayer.ts"
+import { Settlement } from "../../src/Settlement/Entity.ts"
+import { openStoredFillSecret } from "../../src/Settlement/FillSecrets.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { runKeyed } from "../support/KeyedActors.ts"

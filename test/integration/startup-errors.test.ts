@@ -97,7 +97,7 @@ const expectOneLine = (
 
 const port = () => Effect.runPromise(freePort)
 
-/** The operator listener's and the cluster runner's start-up lines (src/Observability/OperatorListener.ts, src/ClusterRunner.ts). */
+/** The operator listener's and the cluster runner's start-up lines (src/Observability/OperatorListener.ts, src/Cluster/Runner.ts). */
 const ANNOUNCED = /^operator listener at http|"message":"cluster runner bound to /
 
 describe("start-up errors: one line naming the setting and the fix", { timeout: 180_000 }, () => {

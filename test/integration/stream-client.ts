@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schedule } from "effect"
 import WebSocket from "ws"
-import { appendJournal, journalStats } from "../../src/Store/Journal.ts"
+import { appendJournal, journalStats } from "../../src/Sql/Journal.ts"
 
 export interface StreamEvent {
   readonly cursor: string

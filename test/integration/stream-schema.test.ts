@@ -22,7 +22,7 @@ const journaledKinds = () => {
   const kinds = new Set<string>()
   for (const file of [...sources("src"), ...sources("actors")]) {
     const text = readFileSync(join(root, file), "utf8")
-    if (!text.includes("appendJournal(") || file.endsWith("Store/Journal.ts")) continue
+    if (!text.includes("appendJournal(") || file.endsWith("Sql/Journal.ts")) continue
     for (const m of text.matchAll(/"([a-z][a-z_]*\.[a-z][a-z_]*)"/g)) kinds.add(m[1]!)
   }
   return [...kinds].sort()

@@ -10,10 +10,10 @@ import type { Address, Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import type { VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
+import type { TypedDataObject } from "../../src/Domain/TypedData.ts"
 import { asterSettings, makeAsterAdapter } from "../../src/Venues/AsterAdapter.ts"
 import { agentsFromKeys } from "../../src/Venues/AsterAgent.ts"
 import { hyperliquidSettings, makeHyperliquidAdapter } from "../../src/Venues/HyperliquidAdapter.ts"
-import type { TypedDataObject } from "../../src/Venues/TypedData.ts"
 import type { PreparedWithdrawal, SubmitOutcome, VenueAdapter } from "../../src/Venues/VenueAdapter.ts"
 import {
   buildAdapter,

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { ChainClients, type ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
-import { Relayer } from "../../src/Chain/Relayer.ts"
+import { Relayer } from "../../src/Relayer.ts"
 import { startTestChain, type TestChain } from "./ChainDevnet.ts"
 import { TestDatabaseLive } from "./Database.ts"
 import { testAppConfig } from "./TestConfig.ts"

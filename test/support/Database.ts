@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option, Redacted, type Scope } from "effect"
-import { databaseLayer } from "../../src/Store/Database.ts"
-import { startEmbeddedPostgres } from "../../src/Store/EmbeddedPostgres.ts"
+import { databaseLayer } from "../../src/Sql/Database.ts"
+import { startEmbeddedPostgres } from "../../src/Sql/EmbeddedPostgres.ts"
 
 /**
  * A throw-away PostgreSQL for one test file:

@@ -1,7 +1,7 @@
 import { type Entity, Sharding } from "@effect/cluster"
 import type { Rpc } from "@effect/rpc"
 import { Effect, Layer } from "effect"
-import { wakeKeyed } from "../../actors/Keyed.ts"
+import { wakeKeyed } from "../../src/Cluster/Keyed.ts"
 
 /**
  * Runs a keyed kind (actors/Keyed.ts) until interrupted, as the service runs it: its layer (entity, wakes,

@@ -8,7 +8,7 @@ import { AppConfig } from "../../src/Config.ts"
 import { type Fill, fillTypedData, fundOrderTypedData, quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { permitTypedData } from "../../src/Domain/Permit.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
-import { fillSecretKeyring, sealFillSecret } from "../../src/Store/FillSecrets.ts"
+import { fillSecretKeyring, sealFillSecret } from "../../src/Settlement/FillSecrets.ts"
 import { sendCalls, type TestChain } from "./ChainDevnet.ts"
 import { rawRequest } from "./Http.ts"
 import { post } from "./SignIn.ts"
@@ -19,7 +19,7 @@ import { post } from "./SignIn.ts"
  * Fill per fill and one permit for Σ amount_in — written as the takes routes store them (state `signed`).
  *
  * `takeOverHttp` drives a take as a browser app does (POST /v1/takes, the payer signs `to_sign`, POST
- * /v1/takes/{id}/signatures); `signedTake` writes the take as rows (real signatures, secrets sealed by src/Store/FillSecrets.ts), for tests
+ * /v1/takes/{id}/signatures); `signedTake` writes the take as rows (real signatures, secrets sealed by src/Settlement/FillSecrets.ts), for tests
  * that need control over expiries or a bad permit.
  */
 

@@ -4,15 +4,15 @@ import { Effect, Layer, Schema } from "effect"
 import { CloseQueueLive } from "../../actors/CloseQueue.ts"
 import { QuoteIdentityLeaseLive } from "../../actors/QuoteIdentityLease.ts"
 import { WithdrawalDeskLive } from "../../actors/WithdrawalDesk.ts"
-import { ChainStatusBoard } from "../../src/Chain/ChainStatusBoard.ts"
-import { Relayer } from "../../src/Chain/Relayer.ts"
+import { Supervision } from "../../src/Cluster/Supervision.ts"
 import { CATALOGUE } from "../../src/Domain/Errors.ts"
+import { ChainStatusBoard } from "../../src/Health/ChainStatusBoard.ts"
 import { Api } from "../../src/Http/Api.ts"
 import { ALL_ERRORS } from "../../src/Http/Errors.ts"
 import { RequestBody } from "../../src/Http/RequestBody.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
 import { HandlersLive, httpLayer } from "../../src/Http/Server.ts"
-import { Supervision } from "../../src/Supervision.ts"
+import { Relayer } from "../../src/Relayer.ts"
 
 /**
  * A probe group added to the real API (same id, same middleware, same handlers): a strict body

@@ -15,7 +15,7 @@ import {
   type VenueSimulatorOptions,
 } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { mockAsterVaultAbi, mockCoreDepositWalletAbi, mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
-import type { TypedDataObject } from "../../src/Venues/TypedData.ts"
+import type { TypedDataObject } from "../../src/Domain/TypedData.ts"
 import type { VenueAdapter } from "../../src/Venues/VenueAdapter.ts"
 
 export interface VenueChain {

@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { chainHealth } from "../../src/Chain/Readiness.ts"
 import { VenueConfig } from "../../src/Config.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import type { ChainStatusRow } from "../../src/Store/ChainIndex.ts"
+import type { ChainStatusRow } from "../../src/Escrow/ChainIndex.ts"
+import { chainHealth } from "../../src/Health/Readiness.ts"
 
 const venue = Schema.decodeUnknownSync(VenueConfig)({
   ...DevelopmentConfig.venues[0],

@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import fc from "fast-check"
 import { keccak256 } from "viem"
+import { agentKeyring } from "../../src/Accounts/VenueAgents.ts"
 import { fillIdOf, fillKeyOf } from "../../src/Domain/FillId.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import {
@@ -14,8 +15,7 @@ import {
   openFillSecret,
   openStoredFillSecret,
   sealFillSecret,
-} from "../../src/Store/FillSecrets.ts"
-import { agentKeyring } from "../../src/Store/VenueAgents.ts"
+} from "../../src/Settlement/FillSecrets.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"
 
 const uuid = fc.uuid().map((u) => u.toLowerCase())

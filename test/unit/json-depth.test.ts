@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../../src/Http/JsonDepth.ts"
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "../../src/Domain/JsonDepth.ts"
 
 /** The nesting depth of a parsed value, computed the obvious (recursive) way: the reference. */
 const depthOf = (v: unknown): number =>

@@ -2,17 +2,9 @@ import { Entity, TestRunner } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Ref, Schema } from "effect"
-import {
-  again,
-  idle,
-  keyedAdoption,
-  keyedDriver,
-  keyedEntityOptions,
-  Tick,
-  Wake,
-  wakeKeyed,
-} from "../../actors/Keyed.ts"
-import { Supervision } from "../../src/Supervision.ts"
+import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "../../actors/Keyed.ts"
+import { Tick, Wake, wakeKeyed } from "../../src/Cluster/Keyed.ts"
+import { Supervision } from "../../src/Cluster/Supervision.ts"
 import { pollUntil } from "../support/Poll.ts"
 
 /**

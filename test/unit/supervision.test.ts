@@ -2,8 +2,8 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Ref, TestClock } from "effect"
+import { type ActorRecord, Supervision, supervised } from "../../src/Cluster/Supervision.ts"
 import { scrubUrls } from "../../src/Observability/Log.ts"
-import { type ActorRecord, Supervision, supervised } from "../../src/Supervision.ts"
 
 const root = new URL("../..", import.meta.url).pathname
 const files = (dir: string): string[] =>
@@ -128,6 +128,6 @@ describe("supervised singletons", () => {
     const registering = [...files(join(root, "src")), ...files(join(root, "actors"))]
       .filter((path) => /Singleton\.make\(|registerSingleton\(/.test(readFileSync(path, "utf8")))
       .map((path) => relative(root, path))
-    expect(registering).toEqual(["src/Supervision.ts"])
+    expect(registering).toEqual(["src/Cluster/Supervision.ts"])
   })
 })

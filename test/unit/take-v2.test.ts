@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import { hashlockTree } from "../../src/Domain/Hashlocks.ts"
 import { routeTake, type TakeCandidate } from "../../src/Domain/TakeRouter.ts"
 import { takeTimesV2 } from "../../src/Domain/TakeTimingV2.ts"
-import { cachedSet, rememberSet } from "../../src/Store/HashlockTreeCache.ts"
+import { cachedSet, rememberSet } from "../../src/Orders/HashlockTreeCache.ts"
 import { audienceOf, visibleTo } from "../../src/Stream/EventFilter.ts"
 
 const BIG = 10n ** 30n

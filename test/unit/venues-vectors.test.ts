@@ -12,6 +12,14 @@ import { Effect, Either } from "effect"
 import { type Address, encodeFunctionData, type Hex, parseSignature, toFunctionSelector } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
+  domainSeparator,
+  encodeType,
+  messageStructHash,
+  recoverTypedDataSigner,
+  type TypedDataObject,
+  typedDataDigest,
+} from "../../src/Domain/TypedData.ts"
+import {
   agentApprovalMessage,
   agentApprovalTypedData,
   withdrawActionTypedData,
@@ -35,14 +43,6 @@ import {
   usdSendTypedData,
   withdraw3TypedData,
 } from "../../src/Venues/HyperliquidTypedData.ts"
-import {
-  domainSeparator,
-  encodeType,
-  messageStructHash,
-  recoverTypedDataSigner,
-  type TypedDataObject,
-  typedDataDigest,
-} from "../../src/Venues/TypedData.ts"
 
 const TEST_KEY: Hex = "0x0123456789012345678901234567890123456789012345678901234567890123"
 const user = privateKeyToAccount(TEST_KEY)

@@ -6,10 +6,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Redacted } from "effect"
 import fc from "fast-check"
 import { privateKeyToAddress } from "viem/accounts"
+import { agentKeyring, generateAgentKey, openAgentKey } from "../../src/Accounts/VenueAgents.ts"
 import { canMove, WITHDRAWAL_STATES } from "../../src/Domain/Withdrawal.ts"
 import { decodeHistoryCursor, encodeHistoryCursor, historyCursorKey } from "../../src/Domain/WithdrawalCursor.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
-import { agentKeyring, generateAgentKey, openAgentKey } from "../../src/Store/VenueAgents.ts"
 import { testDeployment } from "../support/TestConfig.ts"
 
 const key = historyCursorKey(Buffer.alloc(32, 7))

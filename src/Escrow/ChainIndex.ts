@@ -1,0 +1,636 @@
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Data, Effect } from "effect"
+import type { Address, Hex } from "viem"
+import {
+  applyEvents,
+  emptyState,
+  eventArgsJson,
+  type IndexedEvent,
+  type IndexState,
+  type TouchedKeys,
+  touchedKeys,
+} from "../Chain/EscrowIndex.ts"
+import { appendJournal } from "../Sql/Journal.ts"
+
+/**
+ * SQL of the chain index (migration 0004): the per-venue status row (what /health reads and the
+ * watcher's cursor), the ingest of one block page in one transaction, and the reads of the
+ * integrity check. Only the venue's watcher writes; anyone may read.
+ */
+
+/** Another writer moved the cursor first (a singleton hand-over overlapped): the page is dropped. */
+export class CursorMoved extends Data.TaggedError("CursorMoved")<{
+  readonly venue: string
+  readonly expected: bigint
+  readonly actual: bigint | null
+}> {}
+
+export interface ChainStatusRow {
+  readonly venue: string
+  readonly chainId: number
+  readonly latestBlock: bigint | null
+  readonly latestHash: string | null
+  readonly safeBlock: bigint | null
+  readonly finalizedBlock: bigint | null
+  readonly finalizedHash: string | null
+  readonly finalizedAt: Date | null
+  readonly headSeenAt: Date | null
+  readonly checkedAt: Date | null
+  readonly indexedBlock: bigint
+  readonly indexedHash: string | null
+  readonly error: string
+  readonly operator: string | null
+  readonly operatorGas: bigint | null
+  readonly integrityCheckedAt: Date | null
+  readonly integrityCompletedAt: Date | null
+  readonly integrityRequestedAt: Date | null
+  readonly integrityError: string
+  readonly integrityMismatch: boolean
+}
+
+interface RawStatus {
+  venue: string
+  chain_id: string
+  latest_block: string | null
+  latest_hash: string | null
+  safe_block: string | null
+  finalized_block: string | null
+  finalized_hash: string | null
+  finalized_at: Date | null
+  head_seen_at: Date | null
+  checked_at: Date | null
+  indexed_block: string | null
+  indexed_hash: string | null
+  error: string
+  operator: string | null
+  operator_gas: string | null
+  integrity_checked_at: Date | null
+  integrity_completed_at: Date | null
+  integrity_requested_at: Date | null
+  integrity_error: string
+  integrity_mismatch: boolean
+}
+
+const big = (s: string | null): bigint | null => (s === null ? null : BigInt(s))
+
+const toStatus = (r: RawStatus): ChainStatusRow => ({
+  venue: r.venue,
+  chainId: Number(r.chain_id),
+  latestBlock: big(r.latest_block),
+  latestHash: r.latest_hash,
+  safeBlock: big(r.safe_block),
+  finalizedBlock: big(r.finalized_block),
+  finalizedHash: r.finalized_hash,
+  finalizedAt: r.finalized_at,
+  headSeenAt: r.head_seen_at,
+  checkedAt: r.checked_at,
+  indexedBlock: BigInt(r.indexed_block ?? "-1"),
+  indexedHash: r.indexed_hash,
+  error: r.error,
+  operator: r.operator,
+  operatorGas: big(r.operator_gas),
+  integrityCheckedAt: r.integrity_checked_at,
+  integrityCompletedAt: r.integrity_completed_at,
+  integrityRequestedAt: r.integrity_requested_at,
+  integrityError: r.integrity_error,
+  integrityMismatch: r.integrity_mismatch,
+})
+
+const STATUS_COLUMNS = `venue, chain_id::text, latest_block::text, latest_hash, safe_block::text,
+  finalized_block::text, finalized_hash, finalized_at, head_seen_at, checked_at, indexed_block::text,
+  indexed_hash, error, operator, operator_gas::text, integrity_checked_at, integrity_completed_at,
+  integrity_requested_at, integrity_error, integrity_mismatch`
+
+/** Every venue's status row (absent for a venue whose watcher never ran). */
+export const chainStatusRows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<RawStatus>`select ${sql.literal(STATUS_COLUMNS)} from chain_status order by venue`.pipe(
+    Effect.map((rows) => rows.map(toStatus)),
+  ),
+)
+
+export const chainStatus = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<RawStatus>`select ${sql.literal(STATUS_COLUMNS)} from chain_status where venue = ${venue}`.pipe(
+      Effect.map((rows) => (rows[0] ? toStatus(rows[0]) : undefined)),
+    ),
+  )
+
+/**
+ * Creates the venue's row on first start (cursor just below `deploymentBlock`) and returns it. A
+ * changed chain id or operator in the config is written over; the cursor is kept.
+ */
+export const initChainStatus = (venue: string, chainId: number, operator: string, deploymentBlock: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<RawStatus>`
+      insert into chain_status (venue, chain_id, operator, indexed_block, error)
+      values (${venue}, ${chainId}, ${operator.toLowerCase()}, ${deploymentBlock - 1}, 'starting')
+      on conflict (venue) do update set chain_id = excluded.chain_id, operator = excluded.operator
+      returning ${sql.literal(STATUS_COLUMNS)}`.pipe(Effect.map((rows) => toStatus(rows[0]!))),
+  )
+
+export interface HeadsUpdate {
+  readonly latest: bigint
+  readonly latestHash: string
+  readonly safe: bigint
+  readonly finalized: bigint
+  readonly finalizedHash: string
+  readonly finalizedAt: Date
+  /** When the watcher first saw this latest block (unchanged while the head is the same). */
+  readonly headSeenAt: Date
+  readonly checkedAt: Date
+  readonly operatorGas: bigint
+}
+
+/** A successful poll: heads, gas, and a cleared error. */
+export const recordHeads = (venue: string, h: HeadsUpdate) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      update chain_status set
+        latest_block = ${h.latest.toString()}, latest_hash = ${h.latestHash.toLowerCase()},
+        safe_block = ${h.safe.toString()}, finalized_block = ${h.finalized.toString()},
+        finalized_hash = ${h.finalizedHash.toLowerCase()}, finalized_at = ${h.finalizedAt},
+        head_seen_at = ${h.headSeenAt}, checked_at = ${h.checkedAt},
+        operator_gas = ${h.operatorGas.toString()}, error = '', updated_at = now()
+      where venue = ${venue}`,
+  ).pipe(Effect.asVoid)
+
+/** A failed poll: the chain is not ready until a poll succeeds again. */
+export const recordChainError = (venue: string, message: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`update chain_status set error = ${message.slice(0, 500)}, updated_at = now() where venue = ${venue}`,
+  ).pipe(Effect.asVoid)
+
+/**
+ * Latches the integrity alarm. The first message is kept (the first differing key is what an
+ * operator needs); only an operator clears it (`clearIntegrityAlarm`).
+ */
+export const latchIntegrityAlarm = (venue: string, message: string, at: Date) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ venue: string }>`
+          update chain_status set integrity_mismatch = true, integrity_error = ${message.slice(0, 500)},
+            integrity_checked_at = coalesce(integrity_checked_at, ${at}), updated_at = now()
+          where venue = ${venue} and not integrity_mismatch
+          returning venue`
+        if (rows.length > 0) {
+          yield* appendJournal({ kind: "chain.integrity_alarm", master: null, payload: { venue, error: message } })
+        }
+      }),
+    ),
+  )
+
+/** Operator action after investigating an alarm: clears the latch (the next check may latch again). */
+export const clearIntegrityAlarm = (venue: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      update chain_status set integrity_mismatch = false, integrity_error = '', updated_at = now()
+      where venue = ${venue}`,
+  ).pipe(Effect.asVoid)
+
+/** Asks the venue's watcher (wherever it runs) for an integrity check at its next poll. */
+export const requestIntegrityCheck = (venue: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`update chain_status set integrity_requested_at = now() where venue = ${venue}`,
+  ).pipe(Effect.asVoid)
+
+/** A finished check: completed (no mismatch found) or the differing key, which latches. */
+export const recordIntegrityCheck = (
+  venue: string,
+  checkedAt: Date,
+  completedAt: Date,
+  requestedBefore: Date | null,
+  mismatch: string | null,
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        yield* sql`
+          update chain_status set integrity_checked_at = ${checkedAt}, integrity_completed_at = ${completedAt},
+            integrity_requested_at = case when integrity_requested_at <= ${requestedBefore ?? checkedAt}
+              then null else integrity_requested_at end,
+            updated_at = now()
+          where venue = ${venue}`
+        if (mismatch !== null) yield* latchIntegrityAlarm(venue, mismatch, checkedAt)
+      }),
+    ),
+  )
+
+// ------------------------------------------------------------------ ingest
+
+export interface IngestPage {
+  readonly venue: string
+  readonly chainId: number
+  readonly fromBlock: bigint
+  readonly toBlock: bigint
+  /** Hash of `toBlock`: the cursor's hash, re-checked at every poll. */
+  readonly toHash: Hex
+  readonly events: ReadonlyArray<IndexedEvent>
+}
+
+/**
+ * Indexes one page in one transaction: the cursor row is locked and must still be `fromBlock - 1`
+ * (so a page is applied exactly once even if two watchers overlap during a hand-over), the events
+ * are inserted, the rows they touch are loaded, folded and written back, and the cursor moves to
+ * `toBlock`. One journal row summarises a page that held events.
+ */
+export const ingestPage = (
+  page: IngestPage,
+): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const { venue } = page
+        // Moving the cursor first both checks it (still fromBlock - 1) and locks the row until commit:
+        // a second writer blocks here, then finds the cursor moved and changes nothing.
+        const toHash = page.toHash.toLowerCase()
+        const moved = yield* sql<{ venue: string }>`
+          update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
+            updated_at = now()
+          where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
+          returning venue`
+        if (moved.length === 0) {
+          const [cursor] = yield* sql<{ b: string | null }>`
+            select indexed_block::text as b from chain_status where venue = ${venue}`
+          const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
+          return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
+        }
+        const events = page.events
+        if (events.length > 0) {
+          // The args travel as one JSON array (a text[] of JSON would be escaped element by element).
+          yield* sql`
+            insert into escrow_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
+            select ${venue}, b, l, bh, th, c, e, a from rows from (
+              unnest(${events.map((e) => e.blockNumber.toString())}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
+              unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
+              unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]), unnest(${events.map((e) => e.contract)}::text[]),
+              unnest(${events.map((e) => e.decoded.eventName)}::text[]),
+              jsonb_array_elements(${JSON.stringify(events.map(eventArgsJson))}::jsonb)
+            ) as t(b, l, bh, th, c, e, a)`
+          const state = yield* loadTouched(venue, touchedKeys(events))
+          const appends = applyEvents(state, events)
+          yield* writeState(venue, state)
+          const { fills, closes, nonces } = appends
+          if (fills.length > 0) {
+            yield* sql`
+              insert into escrow_fills (venue, fill_id, side, fill, fill_digest, quote_set_digest, quote_index, tx_hash,
+                block_number, block_hash)
+              select ${venue}, * from rows from (
+                unnest(${fills.map((f) => f.fillId)}::text[]), unnest(${fills.map((f) => f.side)}::text[]),
+                jsonb_array_elements(${JSON.stringify(fills.map((f) => f.fill))}::jsonb),
+                unnest(${fills.map((f) => f.fillDigest)}::text[]), unnest(${fills.map((f) => f.quoteSetDigest)}::text[]),
+                unnest(${fills.map((f) => (f.quoteIndex === null ? null : f.quoteIndex.toString()))}::bigint[]),
+                unnest(${fills.map((f) => f.txHash)}::text[]), unnest(${fills.map((f) => f.blockNumber.toString())}::bigint[]),
+                unnest(${fills.map((f) => f.blockHash)}::text[]))
+              on conflict do nothing`
+          }
+          if (closes.length > 0) {
+            yield* sql`
+              insert into escrow_closes (venue, block_number, log_index, order_id, owner, caller, amount, dex, to_margin,
+                refused, by_operator, nonce, tx_hash, block_hash)
+              select ${venue}, * from unnest(
+                ${closes.map((c) => c.blockNumber.toString())}::bigint[], ${closes.map((c) => c.logIndex)}::int[],
+                ${closes.map((c) => c.orderId)}::text[], ${closes.map((c) => c.owner)}::text[],
+                ${closes.map((c) => c.caller)}::text[], ${closes.map((c) => c.amount.toString())}::numeric[],
+                ${closes.map((c) => c.dex)}::bigint[], ${closes.map((c) => c.toMargin)}::bool[],
+                ${closes.map((c) => c.refused)}::bool[], ${closes.map((c) => c.byOperator)}::bool[],
+                ${closes.map((c) => c.nonce.toString())}::numeric[], ${closes.map((c) => c.txHash)}::text[],
+                ${closes.map((c) => c.blockHash)}::text[])`
+          }
+          if (nonces.length > 0) {
+            yield* sql`
+              insert into escrow_used_nonces (venue, owner, nonce, reason, block_number, block_hash)
+              select ${venue}, * from unnest(
+                ${nonces.map((n) => n.owner)}::text[], ${nonces.map((n) => n.nonce.toString())}::numeric[],
+                ${nonces.map((n) => n.reason)}::text[], ${nonces.map((n) => n.blockNumber.toString())}::bigint[],
+                ${nonces.map((n) => n.blockHash)}::text[])
+              on conflict do nothing`
+          }
+          const blocks = new Map<string, string>()
+          for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
+          blocks.set(page.toBlock.toString(), toHash)
+          yield* sql`
+            insert into chain_blocks (venue, block_number, block_hash)
+            select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
+            on conflict do nothing`
+          const kinds: Record<string, number> = {}
+          for (const e of events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
+          yield* appendJournal({
+            kind: "chain.indexed",
+            master: null,
+            payload: {
+              venue,
+              chain_id: page.chainId,
+              from_block: page.fromBlock.toString(),
+              to_block: page.toBlock.toString(),
+              events: events.length,
+              kinds,
+            },
+          })
+        }
+        if (events.length === 0) {
+          yield* sql`
+            insert into chain_blocks (venue, block_number, block_hash)
+            values (${venue}, ${page.toBlock.toString()}, ${toHash}) on conflict do nothing`
+        }
+        return events.length
+      }),
+    ),
+  )
+
+interface RawOrder {
+  order_id: string
+  owner: string
+  operator: string
+  quote_signer: string
+  available: string
+  locked: string
+  created_block: string
+  block_number: string
+  block_hash: string
+}
+interface RawBalance {
+  owner: string
+  balance: string
+  block_number: string
+  block_hash: string
+}
+interface RawLock {
+  fill_id: string
+  order_id: string
+  payer: string
+  recipient: string
+  amount_out: string
+  hashlock: string
+  expiry: string
+  state: string
+  refused: boolean | null
+  secret: string | null
+  created_block: string
+  block_number: string
+  block_hash: string
+}
+interface RawPayment {
+  fill_id: string
+  payer: string
+  payee: string
+  amount_in: string
+  hashlock: string
+  expiry: string
+  state: string
+  secret: string | null
+  created_block: string
+  block_number: string
+  block_hash: string
+}
+interface RawLegacy {
+  contract: string
+  offer_id: string
+  owner: string
+  amount: string
+  refund_at: string
+  reclaimed: boolean
+  created_block: string
+  block_number: string
+  block_hash: string
+}
+
+const fillState = (
+  state: IndexState,
+  orders: ReadonlyArray<RawOrder>,
+  balances: ReadonlyArray<RawBalance>,
+  locks: ReadonlyArray<RawLock>,
+  payments: ReadonlyArray<RawPayment>,
+  legacy: ReadonlyArray<RawLegacy>,
+) => {
+  for (const r of orders) {
+    state.orders.set(r.order_id, {
+      orderId: r.order_id as Hex,
+      owner: r.owner as Address,
+      operator: r.operator as Address,
+      quoteSigner: r.quote_signer as Address,
+      available: BigInt(r.available),
+      locked: BigInt(r.locked),
+      createdBlock: BigInt(r.created_block),
+      blockNumber: BigInt(r.block_number),
+      blockHash: r.block_hash as Hex,
+    })
+  }
+  for (const r of balances) {
+    state.balances.set(r.owner, {
+      owner: r.owner as Address,
+      balance: BigInt(r.balance),
+      blockNumber: BigInt(r.block_number),
+      blockHash: r.block_hash as Hex,
+    })
+  }
+  for (const r of locks) {
+    state.locks.set(r.fill_id, {
+      fillId: r.fill_id as Hex,
+      orderId: r.order_id as Hex,
+      payer: r.payer as Address,
+      recipient: r.recipient as Address,
+      amountOut: BigInt(r.amount_out),
+      hashlock: r.hashlock as Hex,
+      expiry: BigInt(r.expiry),
+      state: r.state as "locked",
+      refused: r.refused,
+      secret: r.secret as Hex | null,
+      createdBlock: BigInt(r.created_block),
+      blockNumber: BigInt(r.block_number),
+      blockHash: r.block_hash as Hex,
+    })
+  }
+  for (const r of payments) {
+    state.payments.set(r.fill_id, {
+      fillId: r.fill_id as Hex,
+      payer: r.payer as Address,
+      payee: r.payee as Address,
+      amountIn: BigInt(r.amount_in),
+      hashlock: r.hashlock as Hex,
+      expiry: BigInt(r.expiry),
+      state: r.state as "held",
+      secret: r.secret as Hex | null,
+      createdBlock: BigInt(r.created_block),
+      blockNumber: BigInt(r.block_number),
+      blockHash: r.block_hash as Hex,
+    })
+  }
+  for (const r of legacy) {
+    state.legacy.set(`${r.contract}:${r.offer_id}`, {
+      contract: r.contract as Address,
+      offerId: BigInt(r.offer_id),
+      owner: r.owner as Address,
+      amount: BigInt(r.amount),
+      refundAt: BigInt(r.refund_at),
+      reclaimed: r.reclaimed,
+      createdBlock: BigInt(r.created_block),
+      blockNumber: BigInt(r.block_number),
+      blockHash: r.block_hash as Hex,
+    })
+  }
+  return state
+}
+
+const ORDER_COLS = `order_id, owner, operator, quote_signer, available::text, locked::text, created_block::text,
+  block_number::text, block_hash`
+const BALANCE_COLS = `owner, balance::text, block_number::text, block_hash`
+const LOCK_COLS = `fill_id, order_id, payer, recipient, amount_out::text, hashlock, expiry::text, state, refused,
+  secret, created_block::text, block_number::text, block_hash`
+const PAYMENT_COLS = `fill_id, payer, payee, amount_in::text, hashlock, expiry::text, state, secret,
+  created_block::text, block_number::text, block_hash`
+const LEGACY_COLS = `contract, offer_id::text, owner, amount::text, refund_at::text, reclaimed, created_block::text,
+  block_number::text, block_hash`
+
+/** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
+const loadTouched = (venue: string, keys: TouchedKeys) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      const some = <A extends object>(
+        set: Set<string>,
+        q: (ids: Array<string>) => Effect.Effect<ReadonlyArray<A>, SqlError.SqlError>,
+      ) => (set.size === 0 ? Effect.succeed([] as ReadonlyArray<A>) : q([...set]))
+      const orders = yield* some(
+        keys.orders,
+        (ids) =>
+          sql<RawOrder>`select ${sql.literal(ORDER_COLS)} from escrow_orders
+          where venue = ${venue} and order_id = any(${ids}::text[])`,
+      )
+      const balances = yield* some(
+        keys.balances,
+        (ids) =>
+          sql<RawBalance>`select ${sql.literal(BALANCE_COLS)} from escrow_balances
+          where venue = ${venue} and owner = any(${ids}::text[])`,
+      )
+      const locks = yield* some(
+        keys.locks,
+        (ids) =>
+          sql<RawLock>`select ${sql.literal(LOCK_COLS)} from escrow_locks
+          where venue = ${venue} and fill_id = any(${ids}::text[])`,
+      )
+      const payments = yield* some(
+        keys.payments,
+        (ids) =>
+          sql<RawPayment>`select ${sql.literal(PAYMENT_COLS)} from escrow_payments
+          where venue = ${venue} and fill_id = any(${ids}::text[])`,
+      )
+      const legacy = yield* some(
+        keys.legacy,
+        (ids) =>
+          sql<RawLegacy>`select ${sql.literal(LEGACY_COLS)} from legacy_offers
+          where venue = ${venue} and (contract || ':' || offer_id::text) = any(${ids}::text[])`,
+      )
+      return fillState(emptyState(), orders, balances, locks, payments, legacy)
+    }),
+  )
+
+/**
+ * Upserts every row of `state` (the touched ones: that is all `loadTouched` + the fold put there),
+ * one statement per table with column arrays (unnest), whatever the number of rows.
+ */
+const writeState = (venue: string, state: IndexState) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      const orders = [...state.orders.values()]
+      if (orders.length > 0) {
+        yield* sql`
+          insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
+            block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${orders.map((o) => o.orderId)}::text[], ${orders.map((o) => o.owner)}::text[],
+            ${orders.map((o) => o.operator)}::text[], ${orders.map((o) => o.quoteSigner)}::text[],
+            ${orders.map((o) => o.available.toString())}::numeric[], ${orders.map((o) => o.locked.toString())}::numeric[],
+            ${orders.map((o) => o.createdBlock.toString())}::bigint[], ${orders.map((o) => o.blockNumber.toString())}::bigint[],
+            ${orders.map((o) => o.blockHash)}::text[])
+          on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
+            quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+      const balances = [...state.balances.values()]
+      if (balances.length > 0) {
+        yield* sql`
+          insert into escrow_balances (venue, owner, balance, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
+            ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
+          on conflict (venue, owner) do update set balance = excluded.balance,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+      const locks = [...state.locks.values()]
+      if (locks.length > 0) {
+        yield* sql`
+          insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
+            refused, secret, created_block, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${locks.map((l) => l.fillId)}::text[], ${locks.map((l) => l.orderId)}::text[],
+            ${locks.map((l) => l.payer)}::text[], ${locks.map((l) => l.recipient)}::text[],
+            ${locks.map((l) => l.amountOut.toString())}::numeric[], ${locks.map((l) => l.hashlock)}::text[],
+            ${locks.map((l) => l.expiry.toString())}::bigint[], ${locks.map((l) => l.state)}::text[],
+            ${locks.map((l) => l.refused)}::bool[], ${locks.map((l) => l.secret)}::text[],
+            ${locks.map((l) => l.createdBlock.toString())}::bigint[], ${locks.map((l) => l.blockNumber.toString())}::bigint[],
+            ${locks.map((l) => l.blockHash)}::text[])
+          on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
+            secret = excluded.secret, amount_out = excluded.amount_out,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+      const payments = [...state.payments.values()]
+      if (payments.length > 0) {
+        yield* sql`
+          insert into escrow_payments (venue, fill_id, payer, payee, amount_in, hashlock, expiry, state, secret,
+            created_block, block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${payments.map((p) => p.fillId)}::text[], ${payments.map((p) => p.payer)}::text[],
+            ${payments.map((p) => p.payee)}::text[], ${payments.map((p) => p.amountIn.toString())}::numeric[],
+            ${payments.map((p) => p.hashlock)}::text[], ${payments.map((p) => p.expiry.toString())}::bigint[],
+            ${payments.map((p) => p.state)}::text[], ${payments.map((p) => p.secret)}::text[],
+            ${payments.map((p) => p.createdBlock.toString())}::bigint[],
+            ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
+          on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+      const legacy = [...state.legacy.values()]
+      if (legacy.length > 0) {
+        yield* sql`
+          insert into legacy_offers (venue, contract, offer_id, owner, amount, refund_at, reclaimed, created_block,
+            block_number, block_hash)
+          select ${venue}, * from unnest(
+            ${legacy.map((o) => o.contract)}::text[], ${legacy.map((o) => o.offerId.toString())}::numeric[],
+            ${legacy.map((o) => o.owner)}::text[], ${legacy.map((o) => o.amount.toString())}::numeric[],
+            ${legacy.map((o) => o.refundAt.toString())}::bigint[], ${legacy.map((o) => o.reclaimed)}::bool[],
+            ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
+            ${legacy.map((o) => o.blockHash)}::text[])
+          on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
+            block_number = excluded.block_number, block_hash = excluded.block_hash`
+      }
+    }),
+  )
+
+/** The whole indexed state of a venue (the integrity check compares it with the chain). */
+export const loadIndexState = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.gen(function* () {
+      const [orders, balances, locks, payments, legacy] = yield* Effect.all([
+        sql<RawOrder>`select ${sql.literal(ORDER_COLS)} from escrow_orders where venue = ${venue} order by order_id`,
+        sql<RawBalance>`select ${sql.literal(BALANCE_COLS)} from escrow_balances where venue = ${venue} order by owner`,
+        sql<RawLock>`select ${sql.literal(LOCK_COLS)} from escrow_locks where venue = ${venue} order by fill_id`,
+        sql<RawPayment>`select ${sql.literal(PAYMENT_COLS)} from escrow_payments where venue = ${venue} order by fill_id`,
+        sql<RawLegacy>`select ${sql.literal(LEGACY_COLS)} from legacy_offers where venue = ${venue}
+          order by contract, offer_id`,
+      ])
+      return fillState(emptyState(), orders, balances, locks, payments, legacy)
+    }),
+  )
+
+/** The most recent recorded block hashes (newest first), re-checked against the chain. */
+export const recordedBlocks = (venue: string, limit: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ block_number: string; block_hash: string }>`
+      select block_number::text, block_hash from chain_blocks where venue = ${venue}
+      order by block_number desc limit ${limit}`.pipe(
+      Effect.map((rows) => rows.map((r) => ({ number: BigInt(r.block_number), hash: r.block_hash }))),
+    ),
+  )

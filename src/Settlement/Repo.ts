@@ -1,0 +1,387 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
+import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
+import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
+import { appendJournal } from "../Sql/Journal.ts"
+
+/**
+ * The Settlement actor's rows (actors/Settlement.ts; states in migrations/0011_takes.ts). Reads gather, per
+ * nonfinal fill, everything the pure decision (src/Domain/SettlementStep.ts) needs; writes are guarded UPDATEs
+ * (`where state = <what was read>` and the key column unchanged), each with its journal rows in the same
+ * transaction, so two overlapping sweeps (a singleton hand-over) change a fill once.
+ */
+
+/**
+ * Wakes the Settlement sweep when a watcher page with escrow events commits (payload: the venue), so a step the
+ * index shows final is acted on at once rather than at the next fallback pass.
+ */
+export const ESCROW_INDEXED_CHANNEL = "escrow_indexed"
+
+/** After the page's transaction commits (a listener woken earlier could read the rows before they exist). */
+export const notifyEscrowIndexed = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select pg_notify(${ESCROW_INDEXED_CHANNEL}, ${venue})`)
+
+export interface SettlingFill {
+  readonly id: string
+  /** created_at as Postgres text (microseconds kept): the page key with id. */
+  readonly created_key: string
+  readonly take_id: string
+  readonly order_id: string
+  readonly state: FillState
+  readonly fill_key: string
+  readonly hashlock: string
+  readonly maker_venue: string
+  readonly taker_venue: string
+  readonly sequence: string
+  readonly quote_index: number
+  readonly amount_in: string
+  readonly amount_out: string
+  readonly maker_expiry: string
+  readonly taker_expiry: string
+  // biome-ignore lint/suspicious/noExplicitAny: the wire Fill (jsonb)
+  readonly fill: any
+  readonly signature: string | null
+  readonly secret_ciphertext: Uint8Array
+  readonly lock_key: string | null
+  readonly pay_key: string | null
+  readonly claim_key: string | null
+  readonly claim_payment_key: string | null
+  readonly cancel_key: string | null
+  readonly refund_key: string | null
+  readonly refund_payment_key: string | null
+  readonly revealed_at: Date | null
+  readonly error: string
+  /** The taker's master (takes.master) and the take's permit. */
+  readonly taker_master: string
+  readonly permit_signature: string | null
+  // biome-ignore lint/suspicious/noExplicitAny: the take's sign items (jsonb)
+  readonly take_to_sign: any
+  /** The maker order's master and quote identity (journal visibility for its credential). */
+  readonly maker_master: string
+  readonly identity_id: string
+  /** The quote set the fill was routed over (quote_sets (order_id, sequence)). */
+  readonly qs_identity_generation: string
+  readonly qs_quote_size: string
+  readonly qs_valid_until: Date
+  // biome-ignore lint/suspicious/noExplicitAny: stored quotes (jsonb)
+  readonly qs_quotes: any
+  readonly qs_signature: string
+  /** The finalized escrow index of both sides. */
+  readonly lock_state: "locked" | "claimed" | "refunded" | "cancelled" | null
+  readonly lock_secret: string | null
+  readonly payment_state: "held" | "claimed" | "refunded" | null
+  readonly payment_secret: string | null
+}
+
+/**
+ * The columns the state writes below read (journal, log, metrics, guards): what a v1 and a v2 fill row share
+ * (src/Settlement/RepoV2.ts reuses the writes for v2 fills).
+ */
+export type FillRow = Pick<
+  SettlingFill,
+  | "id"
+  | "created_key"
+  | "take_id"
+  | "order_id"
+  | "state"
+  | "fill_key"
+  | "maker_venue"
+  | "taker_venue"
+  | "amount_in"
+  | "amount_out"
+  | "lock_key"
+  | "pay_key"
+  | "claim_key"
+  | "claim_payment_key"
+  | "cancel_key"
+  | "refund_key"
+  | "refund_payment_key"
+  | "error"
+  | "taker_master"
+  | "maker_master"
+  | "identity_id"
+>
+
+/**
+ * v1 fills the sweep drives (v2 takes' fills: src/Settlement/RepoV2.ts): signed and beyond, not final; oldest first, at most `limit`, after the page key `after`
+ * (the last row's created_key and id) when given.
+ */
+export const settlingFills = (
+  limit: number,
+  after: { readonly createdKey: string; readonly id: string } | null = null,
+  takeId?: string,
+) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<SettlingFill>`
+      select f.id, f.created_at::text as created_key, f.take_id, f.order_id, f.state, f.fill_key, f.hashlock, f.maker_venue, f.taker_venue, f.sequence::text,
+             f.quote_index, f.amount_in::text, f.amount_out::text, f.maker_expiry::text, f.taker_expiry::text,
+             f.fill, f.signature, f.secret_ciphertext, f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key,
+             f.cancel_key, f.refund_key, f.refund_payment_key, f.revealed_at, f.error,
+             t.master as taker_master, t.permit_signature, t.to_sign as take_to_sign,
+             o.master as maker_master, o.quote_identity_id as identity_id,
+             q.identity_generation::text as qs_identity_generation, q.quote_size::text as qs_quote_size,
+             q.valid_until as qs_valid_until, q.quotes as qs_quotes, q.signature as qs_signature,
+             l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret
+      from fills f
+      join takes t on t.id = f.take_id
+      join orders o on o.id = f.order_id
+      join quote_sets q on q.order_id = f.order_id and q.sequence = f.sequence
+      left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
+      left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = f.fill_key
+      where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+        and t.escrow_version = 1
+        ${takeId === undefined ? sql`` : sql`and f.take_id = ${takeId}::uuid`}
+        ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
+      order by f.created_at, f.id
+      limit ${limit}`,
+  )
+
+/**
+ * Takes the Settlement entity (one per take, actors/Settlement.ts) still has to drive: reserved (their pay window
+ * ends them) or signed with a fill not yet final. `venue`: only takes with a fill on that venue (an escrow index
+ * page of it may have changed them).
+ */
+export const settlementPendingTakes = (venue?: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ id: string }>`
+      select t.id::text as id from takes t where t.state = 'reserved'
+        ${venue === undefined ? sql`` : sql`and (t.from_venue = ${venue} or t.to_venue = ${venue})`}
+      union
+      select f.take_id::text from fills f join takes t on t.id = f.take_id
+      where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+        and t.state = 'signed'
+        ${venue === undefined ? sql`` : sql`and (f.maker_venue = ${venue} or f.taker_venue = ${venue})`}`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id)),
+    ),
+  )
+
+/** The take a Settlement entity drives: its state, version and pay window (database time); undefined: no such take. */
+export const takeToSettle = (takeId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ state: string; escrow_version: number; window_ms: number }>`
+      select state, escrow_version::int as escrow_version,
+             greatest(0, extract(epoch from (pay_deadline - now())) * 1000)::float8 as window_ms
+      from takes where id = ${takeId}::uuid`.pipe(Effect.map((rows) => rows[0])),
+  )
+
+/** The take of a fill (a relayer outcome names the fill). */
+export const takeOfFill = (fillId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ take_id: string }>`select take_id::text from fills where id = ${fillId}::uuid`.pipe(
+      Effect.map((rows) => rows[0]?.take_id),
+    ),
+  )
+
+/** The relayer outcomes of these keys (absent keys: the relayer never got them). */
+export const outcomesOf = (keys: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    keys.length === 0
+      ? Effect.succeed(new Map<string, CallOutcome>())
+      : sql<{ idempotency_key: string; status: OutcomeStatus; revert_reason: string | null; error: string }>`
+          select idempotency_key, status, revert_reason, error from relayer_requests
+          where idempotency_key in ${sql.in(keys)}`.pipe(
+          Effect.map(
+            (rows) =>
+              new Map<string, CallOutcome>(
+                rows.map((r) => [
+                  r.idempotency_key,
+                  { status: r.status, reason: r.revert_reason || r.error || null } satisfies CallOutcome,
+                ]),
+              ),
+          ),
+        ),
+  )
+
+/** The fill's keys by call, as the decision reads them. */
+export const keysOf = (f: FillRow): Record<SettlementCall, string | null> => ({
+  lock: f.lock_key,
+  pay: f.pay_key,
+  claim: f.claim_key,
+  claimPayment: f.claim_payment_key,
+  cancelLock: f.cancel_key,
+  refund: f.refund_key,
+  refundPayment: f.refund_payment_key,
+})
+
+/** Journal kinds of fill states (literal, so the stream schema test finds each documented kind). */
+const FILL_KIND: Readonly<Record<Exclude<FillState, "signed">, string>> = {
+  locking: "fill.locking",
+  locked: "fill.locked",
+  paying: "fill.paying",
+  paid: "fill.paid",
+  claiming: "fill.claiming",
+  claimed: "fill.claimed",
+  settled: "fill.settled",
+  failed: "fill.failed",
+  cancelled: "fill.cancelled",
+  refunded: "fill.refunded",
+}
+
+/** Postgres `timestamptz::text` ("2026-11-25 09:04:34.123456+00") to epoch ms. */
+const pgTextMs = (text: string) => Date.parse(text.replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00"))
+
+/**
+ * After the state change committed: one log line (the fill, its take and order, the call and its key) and the
+ * settlement metrics (transitions by state; seconds from the fill's creation to this state).
+ */
+const fillChanged = (
+  f: FillRow,
+  state: FillState,
+  error: string,
+  call: { readonly call: SettlementCall; readonly key: string } | null = null,
+) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const age = (now - pgTextMs(f.created_key)) / 1000
+    bump(fillTransitions, [["state", state]])
+    if (Number.isFinite(age)) fillStepSeconds.unsafeUpdate(Math.max(0, age), labels(["state", state]))
+    const line =
+      state === "failed" || state === "cancelled" || state === "refunded" ? Effect.logWarning : Effect.logInfo
+    return line(`fill ${f.state} -> ${state}`).pipe(
+      Effect.annotateLogs({
+        fill_id: f.id,
+        take_id: f.take_id,
+        order_id: f.order_id,
+        fill_key: f.fill_key,
+        maker_venue: f.maker_venue,
+        taker_venue: f.taker_venue,
+        from_state: f.state,
+        state,
+        ...(call === null ? {} : { call: call.call, tx_key: call.key }),
+        ...(error === "" ? {} : { error }),
+      }),
+    )
+  })
+
+/** `fill.<state>` for the taker's master and for the maker order's master (with its identity_id). */
+const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: string) => {
+  const payload = {
+    fill_id: f.id,
+    take_id: f.take_id,
+    order_id: f.order_id,
+    state,
+    from: f.taker_venue,
+    to: f.maker_venue,
+    amount_in: f.amount_in,
+    amount_out: f.amount_out,
+    error,
+  }
+  const kind = FILL_KIND[state]
+  return Effect.zipRight(
+    appendJournal({ kind, master: f.taker_master, payload: { ...payload, side: "taker" } }),
+    appendJournal({ kind, master: f.maker_master, payload: { ...payload, side: "maker", identity_id: f.identity_id } }),
+  )
+}
+
+/**
+ * Stores the call's key (and the new state, if any) before the call is submitted. Guarded: nothing happens when
+ * the fill moved on or the column already holds another key. `claim` also records revealed_at (database time).
+ * Returns whether this sweep wrote it (only then does it submit).
+ */
+export const recordCall = (
+  f: FillRow,
+  call: SettlementCall,
+  key: string,
+  state: FillState | null,
+  error: string | null,
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const column = KEY_COLUMN[call]
+          const previous = keysOf(f)[call]
+          const rows = yield* sql`
+          update fills set ${sql(column)} = ${key}, state = ${state ?? f.state}, updated_at = now(),
+            error = ${error ?? f.error},
+            revealed_at = case when ${call === "claim"} then coalesce(revealed_at, now()) else revealed_at end
+          where id = ${f.id} and state = ${f.state} and not final
+            and ${sql(column)} is not distinct from ${previous}
+          returning id`
+          if (rows.length === 0) return false
+          if (state !== null && state !== "signed" && state !== f.state) yield* journalFill(f, state, error ?? f.error)
+          return true
+        }),
+      )
+      .pipe(
+        Effect.tap((written) =>
+          written && state !== null && state !== f.state
+            ? fillChanged(f, state, error ?? f.error, { call, key })
+            : Effect.void,
+        ),
+      ),
+  )
+
+/** A nonfinal step reached (locked, paid, claimed), from the index. */
+export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql`
+          update fills set state = ${state}, updated_at = now(),
+            revealed_at = case when ${state === "claimed"} then coalesce(revealed_at, now()) else revealed_at end
+          where id = ${f.id} and state = ${f.state} and not final
+          returning id`
+          if (rows.length === 0) return false
+          yield* journalFill(f, state, f.error)
+          return true
+        }),
+      )
+      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, f.error) : Effect.void))),
+  )
+
+/**
+ * A final state. Settled: the order's filled/received advance, and a public `trade.settled` is journaled. Then
+ * the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
+ */
+export const finishFill = (f: FillRow, state: "settled" | "failed" | "cancelled" | "refunded", error: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const rows = yield* sql<{ settled_at: Date | null }>`
+          update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
+            settled_at = case when ${state === "settled"} then now() else settled_at end
+          where id = ${f.id} and state = ${f.state} and not final
+          returning settled_at`
+          const row = rows[0]
+          if (row === undefined) return false
+          yield* journalFill(f, state, error)
+          if (state === "settled") {
+            yield* sql`update orders set filled = filled + ${f.amount_out}, received = received + ${f.amount_in},
+            updated_at = now() where id = ${f.order_id}`
+            yield* appendJournal({
+              kind: "trade.settled",
+              master: null,
+              payload: {
+                id: f.id,
+                from: f.taker_venue,
+                to: f.maker_venue,
+                amount_in: f.amount_in,
+                amount_out: f.amount_out,
+                at: (row.settled_at ?? new Date(0)).toISOString(),
+              },
+            })
+          }
+          yield* rollUpTake(f.take_id)
+          return true
+        }),
+      )
+      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, error) : Effect.void))),
+  )
+
+/** Moves a signed take to settled / partial / failed once none of its fills is nonfinal (in the caller's tx). */
+export const rollUpTake = (takeId: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      update takes t set state = case
+          when x.settled = x.total then 'settled' when x.settled > 0 then 'partial' else 'failed' end,
+        updated_at = now()
+      from (select count(*) as total, count(*) filter (where state = 'settled') as settled,
+                   count(*) filter (where not final) as open
+            from fills where take_id = ${takeId}) x
+      where t.id = ${takeId} and t.state = 'signed' and x.open = 0 and x.total > 0`,
+  )

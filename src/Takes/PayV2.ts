@@ -1,0 +1,86 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { appendJournal } from "../Sql/Journal.ts"
+
+/**
+ * The pay key's signatures on a settlement-v2 take (DESIGN §10.2): the payment authorisation (PayTake over the
+ * take's Fill digests, stored once in takes.pay_authorization for the Settlement actor's payTake) and early cancels
+ * (CancelFill per fill, fills.cancel_signature, relayed only on the abort path). Callers verify the signatures; this
+ * module stores them under the take's row lock with their journal row, rechecking what may have changed since.
+ */
+
+export type PayAuthorizeOutcome =
+  | { readonly _tag: "Authorized" }
+  | { readonly _tag: "AlreadyAuthorized" }
+  | { readonly _tag: "LocksNotFinal" }
+  | { readonly _tag: "PayByPassed" }
+  | { readonly _tag: "Missing" }
+
+/**
+ * Stores the payment authorisation when every fill's lock is final and `locked` in the v2 index (the same digests
+ * the caller verified) and payBy has not passed (database time). A take already authorised keeps its first
+ * signature (`AlreadyAuthorized`: a retry changes nothing).
+ */
+export const authorizePay = (p: { readonly takeId: string; readonly master: string; readonly signature: string }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ authorized: boolean; pay_open: boolean; pay_key: string }>`
+          select pay_authorization is not null as authorized, pay_key_address as pay_key,
+            coalesce(pay_by >= extract(epoch from now()), false) as pay_open
+          from takes where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2 for update`
+        const row = rows[0]
+        if (row === undefined) return { _tag: "Missing" } as PayAuthorizeOutcome
+        if (row.authorized) return { _tag: "AlreadyAuthorized" } as PayAuthorizeOutcome
+        if (!row.pay_open) return { _tag: "PayByPassed" } as PayAuthorizeOutcome
+        const [locks] = yield* sql<{ fills: number; locked: number }>`
+          select count(*)::int as fills, count(l.fill_digest)::int as locked
+          from fills f left join escrow_v2_locks l
+            on l.venue = f.maker_venue and l.fill_digest = f.fill_digest and l.state = 'locked'
+          where f.take_id = ${p.takeId}::uuid`
+        if (locks!.fills === 0 || locks!.locked !== locks!.fills)
+          return { _tag: "LocksNotFinal" } as PayAuthorizeOutcome
+        yield* sql`
+          update takes set pay_authorization = ${p.signature}, pay_authorized_at = now(), updated_at = now()
+          where id = ${p.takeId}::uuid`
+        yield* appendJournal({
+          kind: "take.pay_authorized",
+          master: p.master,
+          payload: { take_id: p.takeId, pay_key: row.pay_key },
+        })
+        return { _tag: "Authorized" } as PayAuthorizeOutcome
+      }),
+    ),
+  )
+
+/**
+ * Stores the pay key's CancelFill signatures (fill id → signature, verified by the caller) on fills of the take that
+ * have none yet; a fill that already has one keeps it. Returns the fill ids newly stored (journaled once).
+ */
+export const storeCancels = (p: {
+  readonly takeId: string
+  readonly master: string
+  readonly cancels: ReadonlyMap<string, string>
+}) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const stored: Array<string> = []
+        for (const [fillId, signature] of p.cancels) {
+          const updated = yield* sql<{ id: string }>`
+            update fills set cancel_signature = ${signature}, updated_at = now()
+            where id = ${fillId}::uuid and take_id = ${p.takeId}::uuid and cancel_signature is null
+            returning id::text as id`
+          if (updated.length > 0) stored.push(fillId)
+        }
+        if (stored.length > 0) {
+          yield* appendJournal({
+            kind: "take.cancel_signed",
+            master: p.master,
+            payload: { take_id: p.takeId, fill_ids: stored },
+          })
+        }
+        return stored
+      }),
+    ),
+  )

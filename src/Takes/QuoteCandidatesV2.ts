@@ -1,0 +1,143 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { TakeCandidate } from "../Domain/TakeRouter.ts"
+import type { CandidateQuery, QuoteCandidateRow } from "./QuoteCandidates.ts"
+
+/**
+ * Settlement v2 candidates (src/Takes/QuoteCandidates.ts is v1's): quotes of live v2 sets of funded v2 orders
+ * (orders.escrow_version = 2). The same reservation rules as v1, keyed as v2 keys them:
+ *
+ * - an order's quotable is its `escrow_v2_orders.available` (final head; indexed locks already left it) minus
+ *   Σ amountOut of open v2 fills whose lock the v2 index does not hold yet (by fill digest);
+ * - a set's used is Σ amountOut of its v2 fills whose indexed lock is `locked` or `claimed` (the escrow's
+ *   `filledOut`), or that are live reservations without an indexed lock;
+ * - a set takes one fill per hashlock index; every fill holds its index except one that expired unsigned (never
+ *   signed, so never locked: migrations/0029, fills_hashlock_index), so a set whose held indexes number
+ *   `hashlock_count` quotes nothing (`hashlocksLeft` = count − held; the take picks the lowest free ones);
+ * - an order with a close requested on chain (sticky) takes no lock, so it is left out;
+ * - an identity flagged for fading (quote_identities.fade_flagged_at, set by settlement: src/Settlement/RepoV2.ts)
+ *   is not routed to;
+ * - a quote must name the `from` venue's v2 escrow (the escrow's lock checks `quote.escrow == fill.takerEscrow`).
+ */
+/**
+ * The fills that hold their hashlock index (alias-free; the predicate of the unique index fills_hashlock_index,
+ * migrations/0029, so both the count and the picker can use it).
+ */
+export const HOLDS_HASHLOCK_INDEX = "hashlock_index is not null and not (state = 'expired' and signature is null)"
+
+const RESERVATIONS_V2_CTE = `
+  reserved_unindexed (order_id, amount) as (
+    select f.order_id, f.amount_out
+    from fills f join takes t on t.id = f.take_id
+    where f.fill_digest is not null and not f.final
+      and (f.state <> 'reserved' or t.pay_deadline > now())
+      and not exists (select 1 from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest)
+  ),
+  set_used (order_id, sequence, amount) as (
+    select f.order_id, f.sequence, f.amount_out
+    from quote_sets a
+    join fills f on f.order_id = a.order_id and f.sequence = a.sequence and (not f.final or f.state = 'settled')
+    join takes t on t.id = f.take_id
+    left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
+    where a.active and f.fill_digest is not null
+      and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
+               else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
+  ),
+  used_index (order_id, sequence, held) as (
+    select order_id, sequence, count(*) from fills
+    where ${HOLDS_HASHLOCK_INDEX} group by order_id, sequence
+  )`
+
+/** A v2 candidate row: v1's fields plus the order's owner and the set's hashlock state. */
+export interface QuoteCandidateV2Row extends QuoteCandidateRow {
+  /** The order's owner (lowercase): the Fill's `owner`, half of the escrow's order key. */
+  readonly owner: string
+  readonly issued_at: string
+  readonly hashlock_root: string
+  readonly hashlock_count: number
+  /** How many of the set's hashlock indexes fills hold (HOLDS_HASHLOCK_INDEX). */
+  readonly hashlocks_held: number
+}
+
+export interface CandidateQueryV2 extends CandidateQuery {
+  /** The `from` venue's SettlementEscrowV2: quotes must pay into it. */
+  readonly takerEscrow: string
+}
+
+const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean) =>
+  sql<QuoteCandidateV2Row>`
+      with ${sql.unsafe(RESERVATIONS_V2_CTE)},
+      order_reserved as (select order_id, sum(amount) as amount from reserved_unindexed group by order_id),
+      set_reserved as (select order_id, sequence, sum(amount) as amount from set_used group by order_id, sequence)
+      select o.id as order_id, o.owner_address as owner, s.sequence::text as sequence,
+             s.quote_identity_id::text as identity_id, s.identity_generation::text as identity_generation,
+             (q.ordinality - 1)::int as quote_index, q.quote, s.quote_size::text as quote_size, s.valid_until,
+             s.signature, s.issued_at::text as issued_at, s.hashlock_root, s.hashlock_count,
+             coalesce(n.held, 0)::int as hashlocks_held,
+             greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
+             greatest(s.quote_size - coalesce(u.amount, 0), 0)::text as set_remaining
+      from quote_sets s
+      join orders o on o.id = s.order_id
+      join quote_identities i on i.id = s.quote_identity_id
+      join escrow_v2_orders e on e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id
+      cross join lateral jsonb_array_elements(s.quotes) with ordinality as q(quote, ordinality)
+      left join order_reserved r on r.order_id = o.id
+      left join set_reserved u on u.order_id = s.order_id and u.sequence = s.sequence
+      left join used_index n on n.order_id = s.order_id and n.sequence = s.sequence
+      where s.active
+        and o.state = 'funded'
+        and o.escrow_version = 2
+        and o.venue = ${q.to}
+        and not e.close_requested
+        and s.hashlock_count is not null and s.hashlock_root is not null and s.issued_at is not null
+        and coalesce(n.held, 0) < s.hashlock_count
+        and s.quote_identity_id = o.quote_identity_id
+        and i.revoked_at is null
+        and i.fade_flagged_at is null
+        and i.lease_expires_at > now()
+        and i.generation = s.identity_generation
+        and i.cancel_epoch = s.cancel_epoch
+        and s.valid_until > now() + make_interval(secs => ${q.lockCutoffSeconds})
+        and jsonb_typeof(q.quote) = 'object'
+        and q.quote ->> 'venue' = ${q.from.id}
+        and q.quote ->> 'chain_id' = ${String(q.from.chainId)}
+        and lower(q.quote ->> 'token') = ${q.from.token.toLowerCase()}
+        and lower(q.quote ->> 'escrow') = ${q.takerEscrow.toLowerCase()}
+      order by o.id, s.sequence, q.ordinality
+      ${lock ? sql.unsafe("for update of o") : sql.unsafe("")}`
+
+/**
+ * The v2 quotes a take from `from` to `to` may use NOW (database time); with `forUpdate`, the candidates' order rows
+ * are locked first and the amounts (and held hashlock indexes) read again, as loadQuoteCandidates does, so
+ * concurrent takes never reserve the same index or over-allocate an order.
+ */
+export const loadQuoteCandidatesV2 = (q: CandidateQueryV2) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    if (q.forUpdate !== true) return candidates(sql, q, false)
+    return Effect.gen(function* () {
+      const locked = new Set((yield* candidates(sql, q, true)).map((r) => r.order_id))
+      const fresh = yield* candidates(sql, q, false)
+      return fresh.filter((r) => locked.has(r.order_id))
+    })
+  })
+
+const AMOUNT = /^[0-9]{1,78}$/
+
+/** The router's view of a v2 row (undefined for a hand-edited row whose amounts are not base units). */
+export const toTakeCandidateV2 = (row: QuoteCandidateV2Row): TakeCandidate | undefined => {
+  const { supply, receive, min_fill } = row.quote
+  const amounts = [supply, receive, min_fill, row.quotable, row.set_remaining, row.sequence]
+  if (!amounts.every((a) => typeof a === "string" && AMOUNT.test(a))) return undefined
+  return {
+    orderId: row.order_id,
+    sequence: BigInt(row.sequence),
+    identityId: row.identity_id,
+    quoteIndex: row.quote_index,
+    supply: BigInt(supply),
+    receive: BigInt(receive),
+    minFill: BigInt(min_fill),
+    quotable: BigInt(row.quotable),
+    setRemaining: BigInt(row.set_remaining),
+    hashlocksLeft: row.hashlock_count - row.hashlocks_held,
+  }
+}

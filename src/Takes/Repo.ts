@@ -1,0 +1,245 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { appendJournal } from "../Sql/Journal.ts"
+
+/**
+ * Takes and their fills: rows, reads and the transitions this module owns (reserved → signed, reserved → expired).
+ * States and columns: migrations/0011_takes.ts. Creation (routing, secrets, typed data) is src/Takes/Create.ts;
+ * the wire view is src/Takes/View.ts; the Settlement actor drives fills from `signed` on.
+ *
+ * "Effective" state: a take still `reserved` whose `pay_deadline` has passed (database time) is shown and treated as
+ * `expired` (its fills too), whether or not `expireUnsignedTakes` has marked it yet; its reservations no longer
+ * count (src/Takes/QuoteCandidates.ts).
+ */
+
+export interface TakeRow {
+  readonly id: string
+  readonly master: string
+  readonly client_take_id: string
+  readonly from_venue: string
+  readonly to_venue: string
+  readonly amount_in: string
+  readonly min_out: string
+  readonly payer: string
+  readonly recipient: string
+  readonly max_parts: number
+  readonly total_in: string
+  readonly total_out: string
+  /** Effective state (see above). */
+  readonly state: string
+  readonly pay_deadline: Date
+  /** Unix seconds of pay_deadline. */
+  readonly pay_deadline_seconds: string
+  readonly to_sign: ReadonlyArray<unknown>
+  readonly permit_signature: string | null
+  readonly signed_at: Date | null
+  readonly error: string
+  readonly created_at: Date
+  readonly updated_at: Date
+  /** The pay window is still open (database time). */
+  readonly open: boolean
+  /** Settlement v2 (migrations/0019): 1 or 2; the rest is null for a v1 take. */
+  readonly escrow_version: number
+  /** The client's pay key, lowercase. */
+  readonly pay_key_address: string | null
+  /** payBy of every Fill (chain seconds). */
+  readonly pay_by: string | null
+  /** payBy has not passed (database time). */
+  readonly pay_open: boolean
+  readonly pay_authorization: string | null
+  readonly pay_authorized_at: Date | null
+}
+
+export interface FillRow {
+  readonly id: string
+  readonly take_id: string
+  readonly fill_key: string
+  readonly order_id: string
+  readonly maker_venue: string
+  readonly taker_venue: string
+  readonly sequence: string
+  readonly quote_index: number
+  readonly quote_identity_id: string
+  readonly amount_in: string
+  readonly amount_out: string
+  readonly payer: string
+  readonly payee: string
+  readonly recipient: string
+  readonly hashlock: string
+  readonly maker_expiry: string
+  readonly taker_expiry: string
+  /** Effective state (see above). */
+  readonly state: string
+  readonly final: boolean
+  readonly fill: Record<string, unknown>
+  readonly signature: string | null
+  readonly error: string
+  readonly revealed_at: Date | null
+  readonly settled_at: Date | null
+  readonly created_at: Date
+  readonly updated_at: Date
+  /** v2: the Fill digest (key of the lock and the payment), its hashlock index and the pay key's cancel. */
+  readonly fill_digest: string | null
+  readonly hashlock_index: number | null
+  readonly cancel_signature: string | null
+  /** v2: the state of the fill's lock in the v2 escrow index (final rows only), or null while none is indexed. */
+  readonly lock_state: string | null
+}
+
+const takeColumns = `
+  t.id::text as id, t.master, t.client_take_id, t.from_venue, t.to_venue, t.amount_in::text as amount_in,
+  t.min_out::text as min_out, t.payer, t.recipient, t.max_parts, t.total_in::text as total_in,
+  t.total_out::text as total_out,
+  case when t.state = 'reserved' and t.pay_deadline <= now() then 'expired' else t.state end as state,
+  t.pay_deadline, extract(epoch from t.pay_deadline)::bigint::text as pay_deadline_seconds, t.to_sign,
+  t.permit_signature, t.signed_at, t.error, t.created_at, t.updated_at, t.pay_deadline > now() as open,
+  t.escrow_version::int as escrow_version, t.pay_key_address, t.pay_by::text as pay_by,
+  coalesce(t.pay_by >= extract(epoch from now()), false) as pay_open, t.pay_authorization, t.pay_authorized_at`
+
+const fillColumns = `
+  f.id::text as id, f.take_id::text as take_id, f.fill_key, f.order_id, f.maker_venue, f.taker_venue,
+  f.sequence::text as sequence, f.quote_index, f.quote_identity_id::text as quote_identity_id,
+  f.amount_in::text as amount_in, f.amount_out::text as amount_out, f.payer, f.payee, f.recipient, f.hashlock,
+  f.maker_expiry::text as maker_expiry, f.taker_expiry::text as taker_expiry,
+  case when f.state = 'reserved' and t.pay_deadline <= now() then 'expired' else f.state end as state,
+  f.final or (f.state = 'reserved' and t.pay_deadline <= now()) as final,
+  f.fill, f.signature, f.error, f.revealed_at, f.settled_at, f.created_at, f.updated_at,
+  f.fill_digest, f.hashlock_index, f.cancel_signature,
+  (select l.state from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest) as lock_state`
+
+export const findTake = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<TakeRow>`select ${sql.unsafe(takeColumns)} from takes t where t.id = ${id}::uuid`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+export const findTakeByClientId = (master: string, clientTakeId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<TakeRow>`
+      select ${sql.unsafe(takeColumns)} from takes t
+      where t.master = ${master} and t.client_take_id = ${clientTakeId}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+/** The take's fills in the order of `to_sign`'s margin_move items (the route's order: best price first). */
+export const takeFills = (takeId: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<FillRow>`
+      select ${sql.unsafe(fillColumns)} from fills f join takes t on t.id = f.take_id
+      where f.take_id = ${takeId}::uuid
+      order by (select e.ord from jsonb_array_elements(t.to_sign) with ordinality as e(item, ord)
+                where e.item ->> 'fill_id' = f.id::text), f.fill_key`,
+  )
+
+export interface FillTransaction {
+  readonly fill_id: string
+  /** The escrow function: lock, pay, claim, claimPayment, cancelLock, refund or refundPayment. */
+  readonly kind: string
+  readonly chain_id: number
+  readonly hash: string | null
+  readonly status: string
+  readonly error: string
+  readonly at: Date
+}
+
+/** Every relayed transaction of the take's fills, from the fills' relayer keys (in submission order). */
+export const takeTransactions = (takeId: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<FillTransaction>`
+      select f.id::text as fill_id, k.kind, r.chain_id::int as chain_id, r.tx_hash as hash, r.status,
+             coalesce(nullif(r.revert_reason, ''), r.error) as error, r.updated_at as at
+      from fills f
+      cross join lateral (values
+        ('lock', f.lock_key), ('pay', f.pay_key), ('claim', f.claim_key), ('claimPayment', f.claim_payment_key),
+        ('cancelLock', f.cancel_key), ('refund', f.refund_key), ('refundPayment', f.refund_payment_key)
+      ) as k(kind, key)
+      join relayer_requests r on r.idempotency_key = k.key
+      where f.take_id = ${takeId}::uuid
+      order by r.id`,
+  )
+
+export type SignOutcome =
+  | { readonly _tag: "Signed" }
+  | { readonly _tag: "AlreadySigned" }
+  | { readonly _tag: "Closed"; readonly state: string }
+  | { readonly _tag: "Missing" }
+
+/**
+ * Stores the payer's signatures (already verified by the caller) and moves the take and its fills reserved →
+ * signed, in one transaction, while the pay window is open (database time, checked under the take's row lock so a
+ * concurrent sweep or second signer cannot interleave). `AlreadySigned` when the take is past `reserved` but was
+ * signed (a retry); `Closed` when the window has passed or the take ended otherwise.
+ */
+export const signTake = (p: {
+  readonly takeId: string
+  readonly master: string
+  readonly permitSignature: string
+  readonly fillSignatures: ReadonlyMap<string, string>
+}) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql<{ state: string; open: boolean; signed: boolean }>`
+          select state, pay_deadline > now() as open, signed_at is not null as signed
+          from takes where id = ${p.takeId}::uuid and master = ${p.master} for update`
+        const row = rows[0]
+        if (row === undefined) return { _tag: "Missing" } as SignOutcome
+        if (row.signed) return { _tag: "AlreadySigned" } as SignOutcome
+        if (row.state !== "reserved" || !row.open) {
+          return { _tag: "Closed", state: row.state === "reserved" ? "expired" : row.state } as SignOutcome
+        }
+        yield* sql`
+          update takes set state = 'signed', permit_signature = ${p.permitSignature}, signed_at = now(),
+            updated_at = now()
+          where id = ${p.takeId}::uuid`
+        for (const [fillId, signature] of p.fillSignatures) {
+          yield* sql`
+            update fills set state = 'signed', signature = ${signature}, updated_at = now()
+            where id = ${fillId}::uuid and take_id = ${p.takeId}::uuid and state = 'reserved'`
+        }
+        yield* appendJournal({
+          kind: "take.signed",
+          master: p.master,
+          payload: { take_id: p.takeId, state: "signed", fill_ids: [...p.fillSignatures.keys()] },
+        })
+        return { _tag: "Signed" } as SignOutcome
+      }),
+    ),
+  )
+
+/**
+ * The sweep of unsigned takes: every take still `reserved` whose pay window has passed (database time) becomes
+ * `expired`, its `reserved` fills `expired` with final = true, one `take.expired` journal row each; all in one
+ * transaction. Nothing is on chain for them. Reservations were already released at the deadline (the sweep only
+ * makes it visible in the rows and frees ACCOUNT_IN_USE). Rows another transaction holds are left for the next run.
+ * Returns how many takes it expired. Call it periodically (the Settlement actor does).
+ */
+export const expireUnsignedTakes = (limit = 500, takeId?: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const expired = yield* sql<{ id: string; master: string }>`
+          update takes t set state = 'expired', error = 'the pay window passed before the signatures came',
+            updated_at = now()
+          where t.id in (
+            select id from takes where state = 'reserved' and pay_deadline <= now()
+              ${takeId === undefined ? sql`` : sql`and id = ${takeId}::uuid`}
+            order by pay_deadline limit ${limit} for update skip locked)
+          returning t.id::text as id, t.master`
+        if (expired.length === 0) return 0
+        const ids = expired.map((t) => t.id)
+        yield* sql`
+          update fills set state = 'expired', final = true, updated_at = now(),
+            error = 'the pay window passed before the signatures came'
+          where take_id in ${sql.in(ids)} and state = 'reserved'`
+        for (const t of expired) {
+          yield* appendJournal({ kind: "take.expired", master: t.master, payload: { take_id: t.id, state: "expired" } })
+        }
+        return expired.length
+      }),
+    ),
+  )
