@@ -7,7 +7,7 @@ import { InfoApi } from "../Info/Api.ts"
 import { OrdersApi } from "../Orders/Api.ts"
 import { MakersApi } from "../QuoteIdentities/Api.ts"
 import { TakesApi } from "../Takes/Api.ts"
-import { MarketApi } from "../Trades/Api.ts"
+import { TradesApi } from "../Trades/Api.ts"
 import { TransfersApi } from "../Transfers/Api.ts"
 import { WithdrawalsApi } from "../Withdrawals/Api.ts"
 import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, ServiceUnavailable } from "./Errors.ts"
@@ -29,7 +29,7 @@ export class Api extends HttpApi.make("settlement")
   .add(WithdrawalsApi)
   .add(TakesApi)
   .add(TransfersApi)
-  .add(MarketApi)
+  .add(TradesApi)
   .addError(InvalidRequest)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -19,7 +19,7 @@ import { MakersHandlers } from "../QuoteIdentities/Http.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
 import { TakesHandlers } from "../Takes/Http.ts"
-import { MarketHandlers } from "../Trades/Http.ts"
+import { TradesHandlers } from "../Trades/Http.ts"
 import { TransfersHandlers } from "../Transfers/Http.ts"
 import { WithdrawalsHandlers } from "../Withdrawals/Http.ts"
 import { Api } from "./Api.ts"
@@ -44,7 +44,7 @@ export const HandlersLive = Layer.mergeAll(
   EscrowHandlers,
   TakesHandlers,
   TransfersHandlers,
-  MarketHandlers,
+  TradesHandlers,
 ).pipe(
   Layer.provide(AuthenticationLive),
   Layer.provide(ClientIdentity.Live),

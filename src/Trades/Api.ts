@@ -1,13 +1,13 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Timestamp, VenueId } from "../Domain/Primitives.ts"
-import { TRADE_CURSOR_MAX } from "../Domain/TradeCursor.ts"
+import {
+  RECENT_TRADES,
+  TRADE_CURSOR_MAX,
+  TRADE_HISTORY_LIMIT_DEFAULT,
+  TRADE_HISTORY_LIMIT_MAX,
+} from "../Domain/TradeCursor.ts"
 import { Forbidden, InvalidRequest, NotFound, Unauthorized } from "../Http/Errors.ts"
-
-/** Spec Limits: GET /v1/trades answers the last 50 trades of a pair. */
-export const RECENT_TRADES = 50
-export const TRADE_HISTORY_LIMIT_MAX = 500
-export const TRADE_HISTORY_LIMIT_DEFAULT = 100
 
 export const RecentTrade = Schema.Struct({
   id: Schema.String,
@@ -118,7 +118,7 @@ const HistoryLimit = Schema.NumberFromString.pipe(
  * Public market data. No Authentication middleware: `GET /v1/trades` and `scope=all` ignore any bearer (like the
  * take preview); `scope=mine` authenticates the Authorization header itself and needs a master session.
  */
-export class MarketApi extends HttpApiGroup.make("market")
+export class TradesApi extends HttpApiGroup.make("trades")
   .add(
     HttpApiEndpoint.get("recent", "/v1/trades")
       .setUrlParams(Schema.Struct({ a: VenueId, b: VenueId }))
@@ -164,4 +164,4 @@ export class MarketApi extends HttpApiGroup.make("market")
           "events after it.",
       ),
   )
-  .annotate(OpenApi.Title, "Market") {}
+  .annotate(OpenApi.Title, "Trades") {}

@@ -1,37 +1,19 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect, Either, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { authenticateHeader, CredentialResolver } from "../Auth/Bearer.ts"
 import { AppConfig } from "../Config.ts"
-import { Forbidden, InvalidRequest, NotFound } from "../Domain/Errors.ts"
-import { decodeTradeCursor, encodeTradeCursor, type TradeFilters, tradeCursorKey } from "../Domain/TradeCursor.ts"
-import {
-  buildTradeProof,
-  buildTradeProofV2,
-  SETTLEMENT_EVENTS,
-  type SettlementTransaction,
-  type WireQuote,
-} from "../Domain/TradeProof.ts"
-import type { WireQuoteV2 } from "../Domain/WireQuote.ts"
+import { Forbidden } from "../Domain/Errors.ts"
+import { TRADE_HISTORY_LIMIT_DEFAULT } from "../Domain/TradeCursor.ts"
 import { Api } from "../Http/Api.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
-import { RECENT_TRADES, TRADE_HISTORY_LIMIT_DEFAULT } from "./Api.ts"
-import { recentTrades, settlementEvents, settlementEventsV2, type TradeRow, tradePage } from "./Repo.ts"
+import { Trades } from "../Trades.ts"
 
-export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
+export const TradesHandlers = HttpApiBuilder.group(Api, "trades", (handlers) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     const resolver = yield* CredentialResolver
+    const trades = yield* Trades
     const admins = new Set(deployment.admins.map((a) => a.toLowerCase()))
-    const venues = new Map(deployment.venues.map((v) => [v.id, v]))
-    const cursorKey = tradeCursorKey(Buffer.from(Redacted.value(deployment.operator_key).slice(2), "hex"))
-
-    /** A configured pair of two different venues: 400 for the same venue twice, 404 for an unknown one. */
-    const checkPair = (a: string, b: string) =>
-      Effect.gen(function* () {
-        if (a === b) return yield* new InvalidRequest({ message: "a and b must be different venues" })
-        for (const v of [a, b]) if (!venues.has(v)) return yield* new NotFound({ message: `unknown venue ${v}` })
-        return [a, b] as const
-      })
 
     /** scope=mine: the Authorization header must hold a live master session (credentials are refused). */
     const sessionMaster = Effect.gen(function* () {
@@ -43,119 +25,15 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
       return principal.master
     })
 
-    /** Settlement transactions by fill id: v1 from the escrow index's events, v2 from the v2 index's rows. */
-    const transactionsByFill = (rows: ReadonlyArray<TradeRow>) =>
-      Effect.gen(function* () {
-        const v1 = rows.filter((r) => r.escrow_version !== 2)
-        const v2 = rows.filter((r) => r.escrow_version === 2 && r.fill_digest !== null)
-        const idOf = new Map<string, string>([
-          ...v1.map((r) => [r.fill_key.toLowerCase(), r.id] as const),
-          ...v2.map((r) => [r.fill_digest!.toLowerCase(), r.id] as const),
-        ])
-        const events = [
-          ...(yield* settlementEvents(
-            v1.map((r) => ({ fill_key: r.fill_key, maker: r.to_venue, taker: r.from_venue })),
-          )),
-          ...(yield* settlementEventsV2(
-            v2.map((r) => ({ fill_digest: r.fill_digest!, maker: r.to_venue, taker: r.from_venue })),
-          )).map((e) => ({ ...e, fill_key: e.fill_digest })),
-        ]
-        const byFill = new Map<string, Array<SettlementTransaction>>()
-        for (const e of events) {
-          const kind = SETTLEMENT_EVENTS[e.event]
-          const venue = venues.get(e.venue)
-          const id = idOf.get(e.fill_key.toLowerCase())
-          if (kind === undefined || venue === undefined || id === undefined) continue
-          const list = byFill.get(id) ?? []
-          list.push({ kind, chain_id: venue.chain_id, hash: e.tx_hash, block_number: Number(e.block_number) })
-          byFill.set(id, list)
-        }
-        return byFill
-      }).pipe(Effect.orDie)
-
-    /** A v2 fill's proof (domains from its signed Fill, not from today's config). */
-    const proofV2 = (row: TradeRow, transactions: ReadonlyArray<SettlementTransaction>) =>
-      buildTradeProofV2({
-        quoteSet:
-          row.qs_signature === null || row.quote_signer === null || row.order_owner === null
-            ? null
-            : {
-                owner: row.order_owner,
-                orderId: row.order_id,
-                sequence: row.qs_sequence!,
-                generation: row.qs_generation!,
-                quoteSize: row.qs_quote_size!,
-                issuedAt: row.qs_issued_at!,
-                validUntil: row.qs_valid_until!,
-                hashlockRoot: row.qs_hashlock_root!,
-                hashlockCount: row.qs_hashlock_count!,
-                quotes: row.qs_quotes as unknown as ReadonlyArray<WireQuoteV2>,
-                signature: row.qs_signature,
-                signer: row.quote_signer,
-              },
-        hashlockIndex: row.hashlock_index,
-        hashlockProof: row.hashlock_proof ?? [],
-        fill: row.fill,
-        fillSignature: row.fill_signature,
-        payer: row.payer,
-        quoteIndex: row.quote_index,
-        payAuthorization:
-          row.pay_authorization === null ? null : { signature: row.pay_authorization, fills: row.take_digests ?? [] },
-        secret: row.secret,
-        transactions,
-      })
-
-    const historyItem = (row: TradeRow, transactions: ReadonlyArray<SettlementTransaction>) => {
-      const maker = venues.get(row.to_venue)
-      if (maker === undefined) throw new Error(`trade ${row.id}: maker venue ${row.to_venue} is not configured`)
-      const quoteSet =
-        row.qs_signature === null || row.quote_signer === null
-          ? null
-          : {
-              orderId: row.order_id,
-              sequence: row.qs_sequence!,
-              generation: row.qs_generation!,
-              quoteSize: row.qs_quote_size!,
-              validUntil: row.qs_valid_until!,
-              quotes: row.qs_quotes as unknown as ReadonlyArray<WireQuote>,
-              signature: row.qs_signature,
-              signer: row.quote_signer,
-            }
-      return {
-        id: row.id,
-        from: row.from_venue,
-        to: row.to_venue,
-        amount_in: row.amount_in,
-        amount_out: row.amount_out,
-        at: row.settled_at.toISOString(),
-        order_id: row.order_id,
-        proof:
-          row.escrow_version === 2
-            ? proofV2(row, transactions)
-            : buildTradeProof({
-                makerChainId: maker.chain_id,
-                makerEscrow: maker.escrow,
-                quoteSet,
-                fill: row.fill,
-                fillSignature: row.fill_signature,
-                payer: row.payer,
-                quoteIndex: row.quote_index,
-                secret: row.secret,
-                transactions,
-              }),
-      }
-    }
-
     return handlers
       .handle("recent", ({ urlParams }) =>
         Effect.gen(function* () {
-          const [a, b] = yield* checkPair(urlParams.a, urlParams.b)
+          const recent = yield* trades.recent(urlParams.a, urlParams.b)
           yield* snapshotCursor
-          const rows = yield* recentTrades(a, b, RECENT_TRADES).pipe(Effect.orDie)
           return {
-            a,
-            b,
-            trades: rows.map((r) => ({
+            a: recent.a,
+            b: recent.b,
+            trades: recent.rows.map((r) => ({
               id: r.id,
               from: r.from_venue,
               amount_in: r.amount_in,
@@ -168,36 +46,17 @@ export const MarketHandlers = HttpApiBuilder.group(Api, "market", (handlers) =>
       .handle("history", ({ urlParams }) =>
         Effect.gen(function* () {
           const scope = urlParams.scope ?? "all"
-          const { a, b } = urlParams
-          if ((a === undefined) !== (b === undefined)) {
-            return yield* new InvalidRequest({ message: "give both a and b (one pair) or neither (every pair)" })
-          }
-          const pair = a !== undefined && b !== undefined ? yield* checkPair(a, b) : null
           const master = scope === "mine" ? yield* sessionMaster : null
-          const filters: TradeFilters = { scope, master, pair }
-          let after: Parameters<typeof tradePage>[0]["after"]
-          if (urlParams.after !== undefined) {
-            const decoded = decodeTradeCursor(cursorKey, filters, urlParams.after)
-            if (Either.isLeft(decoded)) return yield* new InvalidRequest({ message: decoded.left })
-            after = decoded.right
-          }
           yield* snapshotCursor
-          const limit = urlParams.limit ?? TRADE_HISTORY_LIMIT_DEFAULT
-          const page = yield* tradePage({ master, pair, after, limit }).pipe(Effect.orDie)
-          const txs = yield* transactionsByFill(page.rows)
-          const data = yield* Effect.try(() => page.rows.map((r) => historyItem(r, txs.get(r.id) ?? []))).pipe(
-            Effect.orDie,
-          )
-          const last = page.rows[page.rows.length - 1]
-          return {
-            data,
-            next_cursor:
-              page.hasMore && last !== undefined
-                ? encodeTradeCursor(cursorKey, filters, { settledMicros: BigInt(last.settled_us), id: last.id })
-                : null,
-            has_more: page.hasMore,
-          }
+          return yield* trades.history({
+            scope,
+            master,
+            a: urlParams.a,
+            b: urlParams.b,
+            after: urlParams.after,
+            limit: urlParams.limit ?? TRADE_HISTORY_LIMIT_DEFAULT,
+          })
         }),
       )
   }),
-)
+).pipe(Layer.provide(Trades.Default))
