@@ -6,6 +6,7 @@ import { findLinkedAccount, listLinkedAccounts } from "../Accounts/LinkedAccount
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { legacyDeployments, scanLegacyPage } from "../Chain/LegacyScan.ts"
 import { closeOfferOn, closeWithSigCall, operatorCloseCall, orderEscrow, venueEscrows } from "../Chain/OrderEscrow.ts"
+import { callEntity } from "../Cluster/EntityCall.ts"
 import { REQUEST_ID_HEADER } from "../Cluster/Keyed.ts"
 import { AppConfig, type VenueConfig } from "../Config.ts"
 import {
@@ -30,14 +31,13 @@ import {
   StateConflict,
 } from "../Domain/Errors.ts"
 import { decodeLegacyCursor, encodeLegacyCursor, legacyCursorKey } from "../Domain/LegacyCursor.ts"
+import { CurrentRequestId } from "../Domain/RequestId.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { shapeFailure } from "../Domain/SignatureFailure.ts"
 import { checkSignatureShape } from "../Domain/Siwe.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { Api } from "../Http/Api.ts"
-import { callEntity } from "../Http/EntityCall.ts"
 import { requireAccess, requireScope, requireSession } from "../Http/Guards.ts"
-import { CurrentRequestId } from "../Http/RequestId.ts"
 import { randomHex, randomUuid } from "../SecureRandom.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { type CloseIntent, CloseQueue, closeQueueId } from "./CloseQueue.ts"

@@ -1,7 +1,7 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, ParseResult, Schema } from "effect"
 import * as Catalogue from "../Domain/Errors.ts"
-import { CurrentRequestId } from "./RequestId.ts"
+import { CurrentRequestId } from "../Domain/RequestId.ts"
 
 /**
  * The one encoder: the wire schema of each error of the catalogue (`src/Domain/Errors.ts`), the

@@ -1,8 +1,8 @@
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Clock, Effect, Option, Random } from "effect"
+import { acceptRequestId, CurrentRequestId } from "../Domain/RequestId.ts"
 import type { ObserveRequest } from "../Observability/HttpObserver.ts"
-import { acceptRequestId, CurrentRequestId } from "./RequestId.ts"
 import { stampUpgradeAnswer } from "./UpgradeHeaders.ts"
 
 export interface GlobalMiddlewareOptions {

@@ -17,6 +17,7 @@ import { RpcClient } from "@effect/rpc"
 import { expect, layer, it as plain } from "@effect/vitest"
 import { Effect, Either, Fiber, FiberRef, TestClock } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { callEntity } from "../../src/Cluster/EntityCall.ts"
 import { REQUEST_ID_HEADER } from "../../src/Cluster/Keyed.ts"
 import {
   CATALOGUE,
@@ -36,8 +37,7 @@ import {
   Unauthorized,
   UpgradeRequired,
 } from "../../src/Domain/Errors.ts"
-import { callEntity } from "../../src/Http/EntityCall.ts"
-import { CurrentRequestId } from "../../src/Http/RequestId.ts"
+import { CurrentRequestId } from "../../src/Domain/RequestId.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
 import { issueCredential, registerIdentity } from "../support/Makers.ts"
 import { bearer, json, post, signIn } from "../support/SignIn.ts"

@@ -4,7 +4,7 @@ import { ensureAccount } from "../../src/Accounts/Repo.ts"
 import { authenticateHeader } from "../../src/Auth/Bearer.ts"
 import { insertSession } from "../../src/Auth/Sessions.ts"
 import { classOf } from "../../src/Domain/Errors.ts"
-import { CurrentRequestId } from "../../src/Http/RequestId.ts"
+import { CurrentRequestId } from "../../src/Domain/RequestId.ts"
 import { sha256 } from "../../src/SecureRandom.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 

@@ -9,8 +9,8 @@ import { join, relative } from "node:path"
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { CATALOGUE, NotFound, RateLimited, VenueUnavailable } from "../../src/Domain/Errors.ts"
+import { CurrentRequestId } from "../../src/Domain/RequestId.ts"
 import { ALL_ERRORS, encodeEnvelope, NotFound as NotFoundWire } from "../../src/Http/Errors.ts"
-import { CurrentRequestId } from "../../src/Http/RequestId.ts"
 
 const root = new URL("../..", import.meta.url).pathname
 const files = (dir: string): string[] =>

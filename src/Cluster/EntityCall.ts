@@ -1,9 +1,9 @@
 import { ClusterError } from "@effect/cluster"
 import { RpcClient } from "@effect/rpc"
 import { Duration, Effect, FiberRef } from "effect"
-import { REQUEST_ID_HEADER } from "../Cluster/Keyed.ts"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
-import { CurrentRequestId } from "./RequestId.ts"
+import { CurrentRequestId } from "../Domain/RequestId.ts"
+import { REQUEST_ID_HEADER } from "./Keyed.ts"
 
 /** The bound of an HTTP → entity call unless the caller says otherwise (leases pass ~2 s). */
 export const DEFAULT_ENTITY_CALL_TIMEOUT = Duration.seconds(10)
