@@ -52,7 +52,7 @@ const Dex = Schema.Int.pipe(Schema.between(0, SPOT_DEX)).annotations({
   description: "destination dex: 0 perps, 4294967295 spot (Hyperliquid-like venue); 0 elsewhere",
 })
 
-/** 65 bytes r‖s‖v; v and the low-s rule are checked by the handler so each gets its own code. */
+/** 65 bytes r‖s‖v; v and the low-s rule are checked by the Escrow service so each gets its own code. */
 const Signature65 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{130}$/))
 
 export const ClosePreparation = Schema.Struct({

@@ -24,7 +24,7 @@ export const WithdrawalTarget = Schema.Literal("wallet", "signer").annotations({
   description: "signer: the linked address on the escrow chain; wallet: the account's venue wallet",
 })
 
-/** 65-byte r‖s‖v; the shape rules (v, low s) are checked by the handler so each gets its own code. */
+/** 65-byte r‖s‖v; the shape rules (v, low s) are checked by the Withdrawals service so each gets its own code. */
 const Signature65 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{130}$/))
 
 /** The typed data object as handed back: checked against what prepare built, never relayed as given. */
