@@ -8,7 +8,7 @@ import { appendJournal } from "../Sql/Journal.ts"
  * - `awaiting_margin`: the owner's wallet lacked the amount at creation, so `to_sign` began with a
  *   `venue_transfer` (a venue withdrawal of the shortfall from the owner's margin to the owner's address
  *   on the escrow chain). All signatures are accepted and that withdrawal is with the WithdrawalDesk
- *   (`venue_transfer_id`). The OrderFunding sweep relays `fund` once the withdrawal is `relayed` and the
+ *   (`venue_transfer_id`). The order's OrderFunding entity relays `fund` once the withdrawal is `relayed` and the
  *   wallet holds the amount; a `failed` withdrawal fails the order; an `unknown` one is waited for (never
  *   signed around).
  * - `funding`: the owner's FundOrder and permit are accepted and the escrow `fund` transaction is
@@ -208,7 +208,7 @@ export const markAwaitingMargin = (
     ),
   )
 
-/** An `awaiting_margin` order with its venue transfer's state, for the OrderFunding sweep. */
+/** An `awaiting_margin` order with its venue transfer's state, for its OrderFunding entity. */
 export interface AwaitingMarginOrder {
   readonly id: string
   readonly master: string
@@ -305,7 +305,7 @@ export const settleFundingOrders = (nowMs: number, orderId?: string) =>
 /**
  * A funded v2 order whose close was requested (sticky: no lock can be added, and every lock that ends later pays
  * its owner) and that holds nothing any more goes `closed`, journaled once. A sticky close can end with locks
- * outstanding, so this runs in the funding sweep rather than only when the close is final.
+ * outstanding, so this runs in the order's OrderFunding passes rather than only when the close is final.
  */
 export const settleClosedV2Orders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
