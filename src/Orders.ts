@@ -9,7 +9,7 @@
  * never a persisted intent, since a repeat is answered from the order's state (lookup by id or client id).
  */
 import { Sharding } from "@effect/cluster"
-import { Clock, Effect, Either, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { findLinkedAccount } from "./Accounts/LinkedAccounts.ts"
 import { VenueAdaptersLive } from "./Accounts/VenueAdaptersLive.ts"
@@ -21,7 +21,6 @@ import { wakeIfClustered } from "./Cluster/KeyedWakes.ts"
 import { AppConfig } from "./Config.ts"
 import {
   ChainUnavailable,
-  ChallengeExpired,
   Forbidden,
   InvalidRequest,
   LeaseExpired,
@@ -29,15 +28,12 @@ import {
   QuoteStale,
   SignatureInvalid,
   StateConflict,
-  WithdrawalPending,
 } from "./Domain/Errors.ts"
 import { permitTypedData } from "./Domain/Permit.ts"
 import type { Principal } from "./Domain/Principal.ts"
-import { canonicalSignature } from "./Domain/Signature.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
 import { checkSignatureShape } from "./Domain/Siwe.ts"
 import { toWireTypedData } from "./Domain/WireTypedData.ts"
-import { digestOfUntrusted, recoverDigestSigner } from "./Domain/WithdrawalTypedData.ts"
 import { OrderFunding } from "./Orders/Funding.ts"
 import { checkQuoteSet, type QuoteSetInput } from "./Orders/QuoteSetCheck.ts"
 import { cancelQuoteSets, publishQuoteSet } from "./Orders/QuoteSets.ts"
@@ -46,19 +42,18 @@ import {
   findOrder,
   findOrderByClientId,
   insertOrder,
-  markAwaitingMargin,
   markFunding,
   type OrderRow,
 } from "./Orders/Repo.ts"
+import { queueVenueTransfer } from "./Orders/VenueTransfer.ts"
 import { type OrderPreparation, type OrderView, orderView, type SignItem } from "./Orders/View.ts"
 import { findQuoteIdentity } from "./QuoteIdentities/Repo.ts"
 import { Relayer } from "./Relayer.ts"
 import { randomHex, randomUuid, type SecureRandom } from "./SecureRandom.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 import { VenueAdapters } from "./Venues/VenueAdapters.ts"
-import { WithdrawalDesk, withdrawalDeskId } from "./Withdrawals/Desk.ts"
+import { WithdrawalDesk } from "./Withdrawals/Desk.ts"
 import { prepareWithdrawal } from "./Withdrawals/Prepare.ts"
-import { createWithdrawal, findPreparationByDigest } from "./Withdrawals/Repo.ts"
 
 export type { QuoteSetInput } from "./Orders/QuoteSetCheck.ts"
 export type { OrderPreparation, OrderView, SignItem } from "./Orders/View.ts"
@@ -257,63 +252,6 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
     })
 
     /**
-     * Verifies the owner's signature of the order's venue_transfer (the venue withdrawal prepared at creation,
-     * found again by its digest), queues that withdrawal exactly as POST /v1/withdrawals does, and moves the
-     * order to `awaiting_margin`. A retry after a lost response finds the same withdrawal (one per preparation).
-     * The fund call is relayed later by the order's OrderFunding entity, once the withdrawal landed in the wallet.
-     */
-    const queueVenueTransfer = (
-      order: OrderRow,
-      item: SignItem,
-      signatureInput: string,
-      signatures: Record<string, string>,
-    ) =>
-      Effect.gen(function* () {
-        const digest = digestOfUntrusted(item.typed_data)
-        if (Either.isLeft(digest))
-          return yield* Effect.dieMessage(`stored venue_transfer does not hash: ${digest.left}`)
-        const signature = Either.getOrThrow(canonicalSignature(signatureInput as Hex))
-        const signer = yield* recoverDigestSigner(digest.right, signature)
-        if (signer !== order.owner_address) {
-          return yield* new SignatureInvalid({ message: "the venue_transfer is not signed by the owner" })
-        }
-        const prep = yield* run(findPreparationByDigest(digest.right)).pipe(Effect.orDie)
-        if (Option.isNone(prep)) return yield* Effect.dieMessage("the order's venue_transfer preparation is missing")
-        const now = yield* Clock.currentTimeMillis
-        const outcome = yield* run(
-          Effect.flatMap(randomUuid, (id) =>
-            createWithdrawal({
-              id,
-              preparation: prep.value,
-              signature,
-              nowMs: now,
-              expired: prep.value.expires_at.getTime() <= now,
-            }),
-          ),
-        ).pipe(Effect.orDie)
-        switch (outcome._tag) {
-          case "Expired":
-            return yield* new ChallengeExpired({
-              message: "the venue_transfer expired before it was signed; create a new order (new client_order_id)",
-            })
-          case "NotLinked":
-            return yield* new NotFound({ message: `owner_address is no longer your linked account on ${order.venue}` })
-          case "Pending":
-            return yield* new WithdrawalPending({
-              message: `withdrawal ${outcome.id} on ${order.venue} is still open; it must resolve first`,
-            })
-          case "Created":
-          case "Existing":
-            yield* run(markAwaitingMargin(order.id, signatures, outcome.row.id, now)).pipe(Effect.orDie)
-            // Committed: the order's OrderFunding entity relays fund once the withdrawal landed…
-            yield* wake(wakeIfClustered(OrderFunding, order.id))
-            // …and the account's withdrawal desk relays the venue transfer it queued.
-            yield* wake(wakeIfClustered(WithdrawalDesk, withdrawalDeskId(prep.value.venue, prep.value.address)))
-            return yield* reloaded(order.id)
-        }
-      })
-
-    /**
      * The owner's signatures of every sign item. Wallet funding: relays `fund` (key `fund:<order id>`) and the
      * order goes funding. With a venue_transfer item: queues that withdrawal and the order goes awaiting_margin.
      * An order already past preparing answers its view (a retry); a failed or closed one 409.
@@ -355,11 +293,18 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
         if (!valid) return yield* new SignatureInvalid({ message: `the ${item.kind} is not signed by the owner` })
       }
       if (transfer !== undefined && signatures.venue_transfer !== undefined) {
-        return yield* queueVenueTransfer(order, transfer, signatures.venue_transfer, {
-          venue_transfer: signatures.venue_transfer,
-          fund_order: signatures.fund_order,
-          permit: signatures.permit,
-        })
+        const queued = yield* run(
+          queueVenueTransfer(order, transfer, signatures.venue_transfer, {
+            venue_transfer: signatures.venue_transfer,
+            fund_order: signatures.fund_order,
+            permit: signatures.permit,
+          }),
+        )
+        // Committed: the order's OrderFunding entity relays fund once the withdrawal landed, and the account's
+        // withdrawal desk relays the venue transfer it queued.
+        yield* wake(wakeIfClustered(OrderFunding, order.id))
+        yield* wake(wakeIfClustered(WithdrawalDesk, queued.desk))
+        return yield* reloaded(order.id)
       }
       const escrow = orderEscrow(venueOf(order.venue)!, order.escrow_version)
       // Only a config that dropped a venue's escrow_v2 while its orders exist: an operator error.
