@@ -9,7 +9,7 @@
  * never a persisted intent, since a repeat is answered from the order's state (lookup by id or client id).
  */
 import { Sharding } from "@effect/cluster"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { findLinkedAccount } from "./Accounts/LinkedAccounts.ts"
 import { VenueAdaptersLive } from "./Accounts/VenueAdaptersLive.ts"
@@ -49,7 +49,7 @@ import { queueVenueTransfer } from "./Orders/VenueTransfer.ts"
 import { type OrderPreparation, type OrderView, orderView, type SignItem } from "./Orders/View.ts"
 import { findQuoteIdentity } from "./QuoteIdentities/Repo.ts"
 import { Relayer } from "./Relayer.ts"
-import { randomHex, randomUuid, type SecureRandom } from "./SecureRandom.ts"
+import { randomHex, randomUuid, SecureRandom } from "./SecureRandom.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 import { VenueAdapters } from "./Venues/VenueAdapters.ts"
 import { WithdrawalDesk } from "./Withdrawals/Desk.ts"
@@ -92,13 +92,18 @@ const sameParameters = (row: OrderRow, p: CreateOrderInput) =>
 
 export class Orders extends Effect.Service<Orders>()("Orders", {
   effect: Effect.gen(function* () {
-    const { deployment, operator } = yield* AppConfig
+    const config = yield* AppConfig
+    const { deployment, operator } = config
     const clients = yield* ChainClients
     const relayer = yield* Relayer
     const adapters = yield* VenueAdapters
     const sharding = yield* Effect.serviceOption(Sharding.Sharding)
     const db = yield* boundDatabase
-    const context = yield* Effect.context<AppConfig | VenueAdapters | SecureRandom>()
+    // Exactly these services (not the whole context of construction, which would shadow the caller's span).
+    const context = Context.make(AppConfig, config).pipe(
+      Context.add(VenueAdapters, adapters),
+      Context.add(SecureRandom, yield* SecureRandom),
+    )
     const venueOf = (id: string) => deployment.venues.find((v) => v.id === id)
 
     /** Repository calls (this concept's and others'), on the database, config and randomness it was built with. */
