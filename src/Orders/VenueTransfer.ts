@@ -15,10 +15,11 @@ import type { SignItem } from "./View.ts"
 
 /**
  * Verifies the owner's signature of the order's venue_transfer (the preparation is found again by its digest),
- * queues that withdrawal exactly as POST /v1/withdrawals does, and moves the order to `awaiting_margin` with all
- * its signatures. A retry after a lost response finds the same withdrawal (one per preparation). Answers the
- * withdrawal desk that now holds it (to wake once this committed); the fund call is relayed later by the order's
- * OrderFunding entity, once the withdrawal landed in the wallet.
+ * queues that withdrawal with the repository step the withdrawal desk's Submit runs for POST /v1/withdrawals
+ * (createWithdrawal: one per preparation, refused while another of the account is open or once it expired), and
+ * moves the order to `awaiting_margin` with all its signatures. A retry after a lost response finds the same
+ * withdrawal. Answers the withdrawal desk that now holds it (to wake once this committed); the fund call is relayed
+ * later by the order's OrderFunding entity, once the withdrawal landed in the wallet.
  */
 export const queueVenueTransfer = (
   order: OrderRow,
