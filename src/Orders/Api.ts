@@ -86,7 +86,7 @@ export const OrderPreparation = Schema.Struct({ order: Order, to_sign: Schema.Ar
   identifier: "OrderPreparation",
 })
 
-/** PUT /v1/orders/{id}/quotes (src/Orders/QuotesHttp.ts checks what the schema cannot). */
+/** PUT /v1/orders/{id}/quotes (src/Orders/QuoteSetCheck.ts checks what the schema cannot). */
 export const QuoteSetRequest = RequestBody("QuoteSetRequest", {
   sequence: Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER)),
   valid_until: Schema.Int.pipe(Schema.positive()),

@@ -8,7 +8,7 @@ import { appendJournal } from "../Sql/Journal.ts"
  * - `awaiting_margin`: the owner's wallet lacked the amount at creation, so `to_sign` began with a
  *   `venue_transfer` (a venue withdrawal of the shortfall from the owner's margin to the owner's address
  *   on the escrow chain). All signatures are accepted and that withdrawal is with the WithdrawalDesk
- *   (`venue_transfer_id`). The OrderFunding sweep relays `fund` once the withdrawal is `relayed` and the
+ *   (`venue_transfer_id`). The order's OrderFunding entity relays `fund` once the withdrawal is `relayed` and the
  *   wallet holds the amount; a `failed` withdrawal fails the order; an `unknown` one is waited for (never
  *   signed around).
  * - `funding`: the owner's FundOrder and permit are accepted and the escrow `fund` transaction is
@@ -71,6 +71,17 @@ const select = `
     left join escrow_v2_orders e2
       on e2.venue = o.venue and e2.owner = o.owner_address and e2.order_id = o.id and o.escrow_version = 2
     left join withdrawals w on w.id = o.venue_transfer_id`
+
+/**
+ * Binds repository calls to the database the caller was built with: the Orders service captures it once and
+ * imports no SQL itself (it also reads chains, and a file that runs SQL may not; DESIGN §3).
+ */
+export const boundDatabase = Effect.map(
+  SqlClient.SqlClient,
+  (sql) =>
+    <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, SqlClient.SqlClient>> =>
+      Effect.provideService(self, SqlClient.SqlClient, sql),
+)
 
 export const findOrder = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -197,7 +208,7 @@ export const markAwaitingMargin = (
     ),
   )
 
-/** An `awaiting_margin` order with its venue transfer's state, for the OrderFunding sweep. */
+/** An `awaiting_margin` order with its venue transfer's state, for its OrderFunding entity. */
 export interface AwaitingMarginOrder {
   readonly id: string
   readonly master: string
@@ -294,7 +305,7 @@ export const settleFundingOrders = (nowMs: number, orderId?: string) =>
 /**
  * A funded v2 order whose close was requested (sticky: no lock can be added, and every lock that ends later pays
  * its owner) and that holds nothing any more goes `closed`, journaled once. A sticky close can end with locks
- * outstanding, so this runs in the funding sweep rather than only when the close is final.
+ * outstanding, so this runs in the order's OrderFunding passes rather than only when the close is final.
  */
 export const settleClosedV2Orders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -6,15 +6,16 @@ import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability
 import { appendJournal } from "../Sql/Journal.ts"
 
 /**
- * The Settlement actor's rows (actors/Settlement.ts; states in migrations/0011_takes.ts). Reads gather, per
- * nonfinal fill, everything the pure decision (src/Domain/SettlementStep.ts) needs; writes are guarded UPDATEs
- * (`where state = <what was read>` and the key column unchanged), each with its journal rows in the same
- * transaction, so two overlapping sweeps (a singleton hand-over) change a fill once.
+ * The settlement entity's rows (actors/Settlement.ts, one entity per take; states in migrations/0011_takes.ts).
+ * Reads gather, per nonfinal fill, everything the pure decision (src/Domain/SettlementStep.ts) needs; writes are
+ * guarded UPDATEs (`where state = <what was read>` and the key column unchanged), each with its journal rows in the
+ * same transaction, so two overlapping passes (e.g. around a shard hand-over) change a fill once.
  */
 
 /**
- * Wakes the Settlement sweep when a watcher page with escrow events commits (payload: the venue), so a step the
- * index shows final is acted on at once rather than at the next fallback pass.
+ * Notified when a watcher page with escrow events commits (payload: the venue): each runner wakes the settlement
+ * and order-funding entities it holds with work on that venue, so a step the index shows final is acted on at once
+ * rather than at the entity's next pass.
  */
 export const ESCROW_INDEXED_CHANNEL = "escrow_indexed"
 
@@ -104,8 +105,9 @@ export type FillRow = Pick<
 >
 
 /**
- * v1 fills the sweep drives (v2 takes' fills: src/Settlement/RepoV2.ts): signed and beyond, not final; oldest first, at most `limit`, after the page key `after`
- * (the last row's created_key and id) when given.
+ * v1 fills settlement drives (v2 takes' fills: src/Settlement/RepoV2.ts): signed and beyond, not final; oldest
+ * first, at most `limit`, after the page key `after` (the last row's created_key and id) when given; `takeId`: one
+ * take's (its entity's pass).
  */
 export const settlingFills = (
   limit: number,
@@ -277,7 +279,7 @@ const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: str
 /**
  * Stores the call's key (and the new state, if any) before the call is submitted. Guarded: nothing happens when
  * the fill moved on or the column already holds another key. `claim` also records revealed_at (database time).
- * Returns whether this sweep wrote it (only then does it submit).
+ * Returns whether this pass wrote it (only then does it submit).
  */
 export const recordCall = (
   f: FillRow,

@@ -50,7 +50,7 @@ export interface SettlingFillV2 extends FillRow {
   readonly public_secret: string | null
 }
 
-/** v2 fills the sweep drives: signed and beyond, not final; oldest first, paged like v1's. */
+/** v2 fills settlement drives: signed and beyond, not final; oldest first, paged like v1's (`takeId`: one take's). */
 export const settlingFillsV2 = (
   limit: number,
   after: { readonly createdKey: string; readonly id: string } | null = null,
