@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { AccountApi, AdminApi } from "../Accounts/Api.ts"
+import { AccessApi } from "../Access/Api.ts"
+import { AccountApi } from "../Accounts/Api.ts"
 import { AuthApi } from "../Auth/Api.ts"
 import { EscrowApi } from "../Escrow/Api.ts"
 import { HealthApi } from "../Health/Api.ts"
@@ -22,7 +23,7 @@ export class Api extends HttpApi.make("settlement")
   .add(InfoApi)
   .add(AuthApi)
   .add(AccountApi)
-  .add(AdminApi)
+  .add(AccessApi)
   .add(MakersApi)
   .add(OrdersApi)
   .add(EscrowApi)

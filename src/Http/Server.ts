@@ -2,7 +2,9 @@ import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer, Option } from "effect"
-import { AccountHandlers, AdminHandlers } from "../Accounts/Http.ts"
+import { AccessHandlers } from "../Access/Http.ts"
+import { Access } from "../Access.ts"
+import { AccountHandlers } from "../Accounts/Http.ts"
 import { VenueAdaptersLive } from "../Accounts/VenueAdaptersLive.ts"
 import { AuthHandlers } from "../Auth/Http.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
@@ -31,13 +33,17 @@ import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
 import { StreamLive } from "./StreamRoute.ts"
 
-/** Every group's handlers; tests add a probe group to the same API id on top of these. */
+/**
+ * Every group's handlers; tests add a probe group to the same API id on top of these. Each group provides its
+ * concept's service; Access is provided here for every group, since every commitment route asks its gate
+ * (src/Http/Guards.ts requireAccess).
+ */
 export const HandlersLive = Layer.mergeAll(
   HealthHandlers,
   InfoHandlers,
   AuthHandlers,
   AccountHandlers,
-  AdminHandlers,
+  AccessHandlers,
   MakersHandlers,
   OrdersHandlers,
   WithdrawalsHandlers,
@@ -46,6 +52,7 @@ export const HandlersLive = Layer.mergeAll(
   TransfersHandlers,
   TradesHandlers,
 ).pipe(
+  Layer.provide(Access.Default),
   Layer.provide(AuthenticationLive),
   Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),
