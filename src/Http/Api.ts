@@ -2,11 +2,12 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AccessApi } from "../Access/Api.ts"
 import { AccountApi } from "../Accounts/Api.ts"
 import { AuthApi } from "../Auth/Api.ts"
+import { CredentialsApi } from "../Credentials/Api.ts"
 import { EscrowApi } from "../Escrow/Api.ts"
 import { HealthApi } from "../Health/Api.ts"
 import { InfoApi } from "../Info/Api.ts"
 import { OrdersApi } from "../Orders/Api.ts"
-import { MakersApi } from "../QuoteIdentities/Api.ts"
+import { QuoteIdentitiesApi } from "../QuoteIdentities/Api.ts"
 import { TakesApi } from "../Takes/Api.ts"
 import { TradesApi } from "../Trades/Api.ts"
 import { TransfersApi } from "../Transfers/Api.ts"
@@ -24,7 +25,8 @@ export class Api extends HttpApi.make("settlement")
   .add(AuthApi)
   .add(AccountApi)
   .add(AccessApi)
-  .add(MakersApi)
+  .add(QuoteIdentitiesApi)
+  .add(CredentialsApi)
   .add(OrdersApi)
   .add(EscrowApi)
   .add(WithdrawalsApi)

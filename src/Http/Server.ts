@@ -9,6 +9,7 @@ import { VenueAdaptersLive } from "../Accounts/VenueAdaptersLive.ts"
 import { AuthHandlers } from "../Auth/Http.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig, ConfigInvalid } from "../Config.ts"
+import { CredentialsHandlers } from "../Credentials/Http.ts"
 import { CredentialResolverLive } from "../Credentials/Resolver.ts"
 import { EscrowHandlers } from "../Escrow/Http.ts"
 import { HealthHandlers } from "../Health/Http.ts"
@@ -17,7 +18,7 @@ import { makeRequestObserver, routeTemplates } from "../Observability/HttpObserv
 import { LogOutput } from "../Observability/Log.ts"
 import { Tracing } from "../Observability/Tracing.ts"
 import { OrdersHandlers } from "../Orders/Http.ts"
-import { MakersHandlers } from "../QuoteIdentities/Http.ts"
+import { QuoteIdentitiesHandlers } from "../QuoteIdentities/Http.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
 import { TakesHandlers } from "../Takes/Http.ts"
@@ -44,7 +45,8 @@ export const HandlersLive = Layer.mergeAll(
   AuthHandlers,
   AccountHandlers,
   AccessHandlers,
-  MakersHandlers,
+  QuoteIdentitiesHandlers,
+  CredentialsHandlers,
   OrdersHandlers,
   WithdrawalsHandlers,
   EscrowHandlers,
