@@ -41,7 +41,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const { limits } = deployment
 
     /**
-     * The challenge route's budgets, taken in one statement in this order (the first refusal wins): the client's
+     * The challenge route's budgets, taken in this order, one statement each (the first refusal wins): the client's
      * (`limits.client_challenge_burst`, `limits.client_challenges_per_minute`; `client` is its key, see
      * src/Http/ClientIdentity.ts), then the spec's per address (burst 6, 6 per minute) and global (60/s, burst
      * 120). The client's comes first so that a client flooding from random addresses is refused by its own budget
