@@ -25,10 +25,9 @@ import {
   resumeFadedIdentity,
 } from "./QuoteIdentities/Repo.ts"
 import { randomUuid, SecureRandom } from "./SecureRandom.ts"
-import { identityFades } from "./Settlement/RepoV2.ts"
-import { SqlTest } from "./Sql/TestDatabase.ts"
+import { Settlement } from "./Settlement.ts"
 
-/** Settlement v2's fade record of the identity's current window (src/Settlement/RepoV2.ts identityFades). */
+/** Settlement v2's fade record of the identity's current window (Settlement.identityFades). */
 type FadeRecord = {
   readonly chances: number
   readonly fades: number
@@ -64,6 +63,7 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
     const sql = yield* SqlClient.SqlClient
     const random = yield* SecureRandom
     const lease = yield* QuoteIdentityLease.client
+    const settlement = yield* Settlement
     const { chainId } = siweSettings(deployment)
     const escrow = deployment.venues.find((v) => v.chain_id === chainId)?.escrow ?? deployment.venues[0].escrow
     const run = <A, E>(self: Effect.Effect<A, E, SqlClient.SqlClient>) =>
@@ -73,7 +73,7 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
 
     /** The identity's view with its current fade record (settlement v2). */
     const view = (row: QuoteIdentityRow) =>
-      Effect.map(run(identityFades(row.id)), (fade) => toQuoteIdentity(row, fade ?? NO_FADES))
+      Effect.map(settlement.identityFades(row.id), (fade) => toQuoteIdentity(row, fade ?? NO_FADES))
 
     /** The registration typed data `signer` signs to become a quote identity of `master` (eth_signTypedData_v4). */
     const prepare = Effect.fn("QuoteIdentities.prepare")((master: string, signer: string) =>
@@ -167,10 +167,12 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
 
     return { prepare, create, get, resume, renewLease } as const
   }),
+  dependencies: [Settlement.Default],
 }) {
   /**
-   * The service on a throw-away database (SqlTest); the test gives the AppConfig, SecureRandom and a cluster
-   * runner (Sharding) with the lease entity registered (actors/QuoteIdentityLease.ts).
+   * The service on a throw-away database (SqlTest, under Settlement.Test: the fade records are settlement's); the
+   * test gives the AppConfig, SecureRandom and a cluster runner (Sharding) with the lease entity registered
+   * (actors/QuoteIdentityLease.ts).
    */
-  static readonly Test = QuoteIdentities.Default.pipe(Layer.provideMerge(SqlTest))
+  static readonly Test = QuoteIdentities.DefaultWithoutDependencies.pipe(Layer.provideMerge(Settlement.Test))
 }
