@@ -131,15 +131,15 @@ const main = async () => {
     const signerKey = generatePrivateKey()
     const signer = privateKeyToAccount(signerKey)
     const prepared = await a.run("prepare quote identity", makerToken, (c) =>
-      c.makers.prepareIdentity({ payload: { signer: signer.address } }),
+      c.quoteIdentities.prepareIdentity({ payload: { signer: signer.address } }),
     )
     const signature = await signer.signTypedData(prepared.typed_data as never)
     const identity = await a.run("register quote identity", makerToken, (c) =>
-      c.makers.createIdentity({ payload: { signer: signer.address, signature } }),
+      c.quoteIdentities.createIdentity({ payload: { signer: signer.address, signature } }),
     )
     step(`  quote identity ${identity.id} (signer ${signer.address}, a fresh key held by the maker client)`)
     const credential = await a.run("issue credential", makerToken, (c) =>
-      c.makers.createCredential({ payload: { quote_identity_id: identity.id, scopes: ["quote"] } as never }),
+      c.credentials.createCredential({ payload: { quote_identity_id: identity.id, scopes: ["quote"] } as never }),
     )
     step(`  credential ${credential.id} (scope quote; its mk_ token goes to the maker client only)`)
     const orderAmount = amountIn * 4n

@@ -206,7 +206,10 @@ const status = Command.make("status", { state, api }, (flags) =>
     const bearer = token ?? credential
     if (s.identity_id !== undefined && bearer !== undefined) {
       const api = apiOf(base, bearer)
-      const id = await retrying(() => api((c) => c.makers.getIdentity({ path: { id: s.identity_id! } })), lines)
+      const id = await retrying(
+        () => api((c) => c.quoteIdentities.getIdentity({ path: { id: s.identity_id! } })),
+        lines,
+      )
       const live = Date.parse(id.lease_expires_at) > Date.now()
       lines(
         `identity ${id.id}: signer ${id.signer}, generation ${id.generation}, lease ${live ? "live until" : "expired at"} ` +
@@ -270,7 +273,7 @@ const close = Command.make(
           `${flags["to-margin"] ? "margin" : "wallet"} once final; a running bot stops at its next quote set`,
       )
       if (flags.revoke && s.credential_id !== undefined) {
-        await retrying(() => session((c) => c.makers.revokeCredential({ path: { id: s.credential_id! } })), lines)
+        await retrying(() => session((c) => c.credentials.revokeCredential({ path: { id: s.credential_id! } })), lines)
         lines(`credential ${s.credential_id} revoked`)
       }
     }),

@@ -1,9 +1,10 @@
 /**
  * The maker CLI's requests to the service, through the typed client derived from the HttpApi contract
- * (src/Client/ApiClient.ts): `const api = apiOf(url, bearer)`, then `await api((c) => c.makers.renewLease({ … }))`
- * resolves with the decoded 2xx answer. Failures are sorted as infra/maker/ServiceFaults.ts does: a network fault
- * (the error's name only: a message may quote the URL), a 5xx, 408 or 429 is ServiceUnavailable (with the service's
- * Retry-After), any other answer ServiceRefused with the envelope's code and message.
+ * (src/Client/ApiClient.ts): `const api = apiOf(url, bearer)`, then
+ * `await api((c) => c.quoteIdentities.renewLease({ … }))` resolves with the decoded 2xx answer. Failures are sorted
+ * as infra/maker/ServiceFaults.ts does: a network fault (the error's name only: a message may quote the URL), a 5xx,
+ * 408 or 429 is ServiceUnavailable (with the service's Retry-After), any other answer ServiceRefused with the
+ * envelope's code and message.
  */
 import { Cause, Effect, Exit, Option } from "effect"
 import { type ApiFailure, makeApiClient, type RawClient, request } from "../../src/Client/ApiClient.ts"

@@ -187,7 +187,7 @@ export const runMaker = async (
   let served = 0
   const renew = async () => {
     const json = await api((c) =>
-      c.makers.renewLease({ path: { id: o.identity }, payload: { ttl_seconds: o.ttlSeconds } }),
+      c.quoteIdentities.renewLease({ path: { id: o.identity }, payload: { ttl_seconds: o.ttlSeconds } }),
     )
     generation = String(json.generation)
     leaseExpiresAt = String(json.expires_at)

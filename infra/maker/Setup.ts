@@ -209,11 +209,11 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     // A generated key lives in the state file only; one from the environment stays there.
     save({ signer: signer.address, ...(envSigner ? {} : { signer_key: signerKey }) })
     const prepared = await retry(() =>
-      session((c) => c.makers.prepareIdentity({ payload: { signer: signer.address } })),
+      session((c) => c.quoteIdentities.prepareIdentity({ payload: { signer: signer.address } })),
     )
     const signature = await signer.signTypedData(prepared.typed_data as never)
     const identity = await retry(() =>
-      session((c) => c.makers.createIdentity({ payload: { signer: signer.address, signature } })),
+      session((c) => c.quoteIdentities.createIdentity({ payload: { signer: signer.address, signature } })),
     )
     save({ identity_id: identity.id })
   }
@@ -222,7 +222,7 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
   if (state.credential === undefined) {
     const credential = await retry(() =>
       session((c) =>
-        c.makers.createCredential({
+        c.credentials.createCredential({
           payload: { quote_identity_id: state.identity_id!, scopes: ["quote"], label: "maker cli" } as never,
         }),
       ),

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { AccessValue } from "../Access/Api.ts"
 import { Nonce, SignatureHex } from "../Auth/Api.ts"
 import { Address, Timestamp, VenueId } from "../Domain/Primitives.ts"
 import {
@@ -28,8 +29,6 @@ export const LinkedAccount = Schema.Struct({
   expires_at: Schema.NullOr(Timestamp),
   linked_at: Timestamp,
 }).annotations({ identifier: "LinkedAccount" })
-
-export const AccessValue = Schema.Literal("granted", "required", "suspended")
 
 export const Account = Schema.Struct({
   master_address: Schema.String,
@@ -117,16 +116,3 @@ export class AccountApi extends HttpApiGroup.make("account")
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Account") {}
-
-/** The app's beta-access grant. Admin sessions only. */
-export class AdminApi extends HttpApiGroup.make("admin")
-  .add(
-    HttpApiEndpoint.put("setAccess", "/v1/admin/access/:address")
-      .setPath(Schema.Struct({ address: Address }))
-      .setPayload(RequestBody("SetAccessRequest", { access: AccessValue }))
-      .addSuccess(Schema.Struct({ master_address: Schema.String, access: AccessValue }))
-      .addError(Forbidden)
-      .annotate(OpenApi.Description, "Grants, requires or suspends an account's beta access."),
-  )
-  .middleware(Authentication)
-  .annotate(OpenApi.Title, "Admin") {}

@@ -34,7 +34,7 @@ import { recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomBase64Url, randomUuid, sha256 } from "../SecureRandom.ts"
 import type { AgentApproval, VenueAdapter } from "../Venues/VenueAdapter.ts"
 import type { VenueAdaptersShape } from "../Venues/VenueAdapters.ts"
-import { insertSession } from "./Sessions.ts"
+import { insertSession } from "./Repo.ts"
 
 export interface AgentApprovalVenue {
   readonly venue: VenueConfig

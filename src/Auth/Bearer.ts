@@ -7,11 +7,12 @@ import { Clock, Context, Effect, Option } from "effect"
 import { Unauthorized } from "../Domain/Errors.ts"
 import type { CredentialPrincipal, Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
-import { findSessionByHash } from "./Sessions.ts"
+import { findSessionByHash } from "./Repo.ts"
 
 /**
- * Resolves an `mk_` credential by the SHA-256 of its token. Credentials are issued by the makers'
- * routes; until those exist no credential resolves, so every `mk_` bearer is unknown (401).
+ * Resolves an `mk_` credential by the SHA-256 of its token (CredentialResolverLive, src/Credentials/Resolver.ts,
+ * over the credentials the /v1/credentials routes issue). The default resolves none, so without it every `mk_`
+ * bearer is unknown (401).
  */
 export class CredentialResolver extends Context.Reference<CredentialResolver>()("CredentialResolver", {
   defaultValue: () => ({

@@ -1,7 +1,7 @@
 /**
  * The typed client of the service, derived from the HttpApi contract (`HttpApiClient.make(Api)`): every route as a
- * method (`client.makers.renewLease({ path: { id }, payload: { ttl_seconds } })`), payloads encoded and answers
- * decoded by the contract's own schemas. Over it:
+ * method of its group (`client.quoteIdentities.renewLease({ path: { id }, payload: { ttl_seconds } })`), payloads
+ * encoded and answers decoded by the contract's own schemas. Over it:
  *
  * - **errors by code**: any failure becomes an `ApiError` (`status`, `code`, `message`, `requestId`, `retryable`,
  *   `retryAfterMs`), decoded here from the spec's envelope `{error:{code,message,request_id,retryable}}` whatever

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { deactivateQuoteSets } from "../QuoteIdentities/Repo.ts"
 import { appendJournal } from "../Sql/Journal.ts"
 import { takeTokenStatement } from "../Sql/RateLimiter.ts"
 
@@ -115,6 +116,35 @@ export const rotateCredential = (p: { id: string; master: string; tokenHash: Buf
           payload: { credential_id: p.id, identity_id: row.quote_identity_id },
         })
         return Option.some(row)
+      }),
+    ),
+  )
+
+/**
+ * Revokes a credential and its identity atomically: bearer revoked, lease expired, generation
+ * advanced, every quote cleared (cancel epoch advanced, sets deactivated). Irreversible.
+ */
+export const revokeCredentialAndIdentity = (p: { credentialId: string; master: string; nowMs: number }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const now = new Date(p.nowMs)
+        const [credential] = yield* sql<{ quote_identity_id: string }>`
+          update credentials set revoked_at = ${now}
+          where id = ${p.credentialId} and master = ${p.master} and revoked_at is null
+          returning quote_identity_id`
+        if (!credential) return false
+        yield* sql`
+          update quote_identities set revoked_at = now(), lease_expires_at = least(lease_expires_at, now()),
+            generation = generation + 1, cancel_epoch = cancel_epoch + 1
+          where id = ${credential.quote_identity_id}`
+        yield* deactivateQuoteSets(credential.quote_identity_id, "revoked")
+        yield* appendJournal({
+          kind: "credential.revoked",
+          master: p.master,
+          payload: { credential_id: p.credentialId, identity_id: credential.quote_identity_id },
+        })
+        return true
       }),
     ),
   )

@@ -1,11 +1,13 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { AccountApi, AdminApi } from "../Accounts/Api.ts"
+import { AccessApi } from "../Access/Api.ts"
+import { AccountApi } from "../Accounts/Api.ts"
 import { AuthApi } from "../Auth/Api.ts"
+import { CredentialsApi } from "../Credentials/Api.ts"
 import { EscrowApi } from "../Escrow/Api.ts"
 import { HealthApi } from "../Health/Api.ts"
 import { InfoApi } from "../Info/Api.ts"
 import { OrdersApi } from "../Orders/Api.ts"
-import { MakersApi } from "../QuoteIdentities/Api.ts"
+import { QuoteIdentitiesApi } from "../QuoteIdentities/Api.ts"
 import { TakesApi } from "../Takes/Api.ts"
 import { TradesApi } from "../Trades/Api.ts"
 import { TransfersApi } from "../Transfers/Api.ts"
@@ -22,8 +24,9 @@ export class Api extends HttpApi.make("settlement")
   .add(InfoApi)
   .add(AuthApi)
   .add(AccountApi)
-  .add(AdminApi)
-  .add(MakersApi)
+  .add(AccessApi)
+  .add(QuoteIdentitiesApi)
+  .add(CredentialsApi)
   .add(OrdersApi)
   .add(EscrowApi)
   .add(WithdrawalsApi)

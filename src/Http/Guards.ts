@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import { findAccount } from "../Accounts/Repo.ts"
-import { AccessRequired, Forbidden } from "../Domain/Errors.ts"
+import { Access } from "../Access.ts"
+import { Forbidden } from "../Domain/Errors.ts"
 import { type CredentialPrincipal, CurrentPrincipal, type SessionPrincipal } from "../Domain/Principal.ts"
 
 /** Routes that move capital, link, take or close: a master session only, never a credential. */
@@ -25,19 +25,7 @@ export const requireAdmin = Effect.flatMap(requireSession, (p) =>
 )
 
 /**
- * The beta gate for every new commitment: the account's access must be `granted`. One guard, used
- * by every route that creates an economic intent.
+ * The beta gate for every new commitment: the account's access must be `granted` (the Access service, which
+ * HandlersLive provides). One guard, used by every route that creates an economic intent.
  */
-export const requireAccess = (master: string) =>
-  Effect.flatMap(findAccount(master).pipe(Effect.orDie), (account) =>
-    account._tag === "Some" && account.value.access === "granted"
-      ? Effect.void
-      : Effect.fail(
-          new AccessRequired({
-            message:
-              account._tag === "Some" && account.value.access === "suspended"
-                ? "access is suspended for this account"
-                : "access has not been granted to this account yet",
-          }),
-        ),
-  )
+export const requireAccess = (master: string) => Effect.flatMap(Access, (access) => access.require(master))

@@ -2,11 +2,14 @@ import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Config, Console, Effect, Layer, Option } from "effect"
-import { AccountHandlers, AdminHandlers } from "../Accounts/Http.ts"
+import { AccessHandlers } from "../Access/Http.ts"
+import { Access } from "../Access.ts"
+import { AccountHandlers } from "../Accounts/Http.ts"
 import { VenueAdaptersLive } from "../Accounts/VenueAdaptersLive.ts"
 import { AuthHandlers } from "../Auth/Http.ts"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { AppConfig, ConfigInvalid } from "../Config.ts"
+import { CredentialsHandlers } from "../Credentials/Http.ts"
 import { CredentialResolverLive } from "../Credentials/Resolver.ts"
 import { EscrowHandlers } from "../Escrow/Http.ts"
 import { HealthHandlers } from "../Health/Http.ts"
@@ -15,7 +18,7 @@ import { makeRequestObserver, routeTemplates } from "../Observability/HttpObserv
 import { LogOutput } from "../Observability/Log.ts"
 import { Tracing } from "../Observability/Tracing.ts"
 import { OrdersHandlers } from "../Orders/Http.ts"
-import { MakersHandlers } from "../QuoteIdentities/Http.ts"
+import { QuoteIdentitiesHandlers } from "../QuoteIdentities/Http.ts"
 import { SecureRandom } from "../SecureRandom.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
 import { TakesHandlers } from "../Takes/Http.ts"
@@ -31,14 +34,19 @@ import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive } from "./Security.ts"
 import { StreamLive } from "./StreamRoute.ts"
 
-/** Every group's handlers; tests add a probe group to the same API id on top of these. */
+/**
+ * Every group's handlers; tests add a probe group to the same API id on top of these. Each group provides its
+ * concept's service; Access is provided here for every group, since every commitment route asks its gate
+ * (src/Http/Guards.ts requireAccess).
+ */
 export const HandlersLive = Layer.mergeAll(
   HealthHandlers,
   InfoHandlers,
   AuthHandlers,
   AccountHandlers,
-  AdminHandlers,
-  MakersHandlers,
+  AccessHandlers,
+  QuoteIdentitiesHandlers,
+  CredentialsHandlers,
   OrdersHandlers,
   WithdrawalsHandlers,
   EscrowHandlers,
@@ -46,6 +54,7 @@ export const HandlersLive = Layer.mergeAll(
   TransfersHandlers,
   TradesHandlers,
 ).pipe(
+  Layer.provide(Access.Default),
   Layer.provide(AuthenticationLive),
   Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),

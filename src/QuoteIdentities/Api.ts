@@ -15,7 +15,6 @@ import { RequestBody } from "../Http/RequestBody.ts"
 import { Authentication } from "../Http/Security.ts"
 
 const Uuid = Schema.UUID
-export const Scope = Schema.Literal("quote", "read")
 
 export const QuoteIdentity = Schema.Struct({
   id: Schema.String,
@@ -38,21 +37,6 @@ export const QuoteIdentity = Schema.Struct({
   }),
 }).annotations({ identifier: "QuoteIdentity" })
 
-export const Credential = Schema.Struct({
-  id: Schema.String,
-  quote_identity_id: Schema.String,
-  scopes: Schema.Array(Scope),
-  label: Schema.NullOr(Schema.String),
-  created_at: Timestamp,
-  rotated_at: Schema.NullOr(Timestamp),
-  revoked_at: Schema.NullOr(Timestamp),
-}).annotations({ identifier: "Credential" })
-
-const IssuedCredential = Schema.Struct({ ...Credential.fields, token: Schema.String }).annotations({
-  identifier: "IssuedCredential",
-  description: "The mk_ bearer is shown once; only its SHA-256 is stored.",
-})
-
 const TypedData = Schema.Struct({
   domain: Schema.Unknown,
   types: Schema.Unknown,
@@ -63,8 +47,8 @@ const TypedData = Schema.Struct({
 /** The renewal's body. */
 export const LeaseRequest = RequestBody("LeaseRequest", { ttl_seconds: Schema.Int.pipe(Schema.between(5, 120)) })
 
-/** Quote identities, maker credentials and the lease dead-man switch. */
-export class MakersApi extends HttpApiGroup.make("makers")
+/** Quote identities (a maker's signing key, registered once) and the lease dead-man switch. */
+export class QuoteIdentitiesApi extends HttpApiGroup.make("quoteIdentities")
   .add(
     HttpApiEndpoint.post("prepareIdentity", "/v1/quote-identities/prepare")
       .setPayload(RequestBody("PrepareIdentityRequest", { signer: Address }))
@@ -109,47 +93,6 @@ export class MakersApi extends HttpApiGroup.make("makers")
       ),
   )
   .add(
-    HttpApiEndpoint.post("createCredential", "/v1/credentials")
-      .setPayload(
-        RequestBody("CreateCredentialRequest", {
-          quote_identity_id: Uuid,
-          scopes: Schema.NonEmptyArray(Scope).pipe(
-            Schema.filter((s) => new Set(s).size === s.length, { message: () => "scopes must be distinct" }),
-          ),
-          label: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))),
-        }),
-      )
-      .addSuccess(IssuedCredential, { status: 201 })
-      .addError(Forbidden)
-      .addError(NotFound)
-      .addError(StateConflict),
-  )
-  .add(
-    HttpApiEndpoint.get("listCredentials", "/v1/credentials")
-      .addSuccess(Schema.Struct({ data: Schema.Array(Credential) }))
-      .addError(Forbidden),
-  )
-  .add(
-    HttpApiEndpoint.post("rotateCredential", "/v1/credentials/:id/rotate")
-      .setPath(Schema.Struct({ id: Uuid }))
-      .addSuccess(IssuedCredential)
-      .addError(Forbidden)
-      .addError(NotFound)
-      .annotate(OpenApi.Description, "A new bearer for the same identity and key; current quotes are deactivated."),
-  )
-  .add(
-    HttpApiEndpoint.del("revokeCredential", "/v1/credentials/:id")
-      .setPath(Schema.Struct({ id: Uuid }))
-      .addSuccess(Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) }))
-      .addError(Forbidden)
-      .addError(NotFound)
-      .annotate(
-        OpenApi.Description,
-        "Atomically revokes bearer and identity, expires the lease, advances the generation, clears the quotes. " +
-          "Reserved settlements continue. Irreversible.",
-      ),
-  )
-  .add(
     HttpApiEndpoint.put("renewLease", "/v1/quote-identities/:id/lease")
       .setPath(Schema.Struct({ id: Uuid }))
       .setPayload(LeaseRequest)
@@ -164,4 +107,4 @@ export class MakersApi extends HttpApiGroup.make("makers")
       ),
   )
   .middlewareEndpoints(Authentication)
-  .annotate(OpenApi.Title, "Makers") {}
+  .annotate(OpenApi.Title, "Quote identities") {}

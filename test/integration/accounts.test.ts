@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Either, FiberRef } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { Access } from "../../src/Access.ts"
 import { classOf } from "../../src/Domain/Errors.ts"
 import { CurrentRequestId } from "../../src/Domain/RequestId.ts"
 import { requireAccess } from "../../src/Http/Guards.ts"
@@ -191,8 +192,9 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
       const bad = yield* grant(adminToken, user.address, "maybe")
       expect([bad.status, code(bad)]).toEqual([400, "INVALID_REQUEST"])
 
-      // The guard every commitment route uses.
+      // The guard every commitment route uses (on the Access service, which HandlersLive provides to the routes).
       const guard = requireAccess(user.address.toLowerCase()).pipe(
+        Effect.provide(Access.Default),
         Effect.locally(CurrentRequestId, "00000000-0000-4000-8000-000000000000"),
         Effect.either,
       )

@@ -49,8 +49,8 @@ import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, sendCalls, type TestChain } from "../support/ChainDevnet.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { issueCredential, registerIdentity, renew } from "../support/QuoteIdentities.ts"
 import {
   authorizeWhenFinal,
   fillRows,

@@ -39,7 +39,7 @@ import {
 } from "../../src/Domain/Errors.ts"
 import { CurrentRequestId } from "../../src/Domain/RequestId.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts"
 import { bearer, json, post, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
 import { baseUrl } from "../support/TestServer.ts"

@@ -9,7 +9,7 @@ import { encodeLegacyCursor, legacyCursorKey } from "../../src/Domain/LegacyCurs
 import { account, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity } from "../support/Makers.ts"
+import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"

@@ -17,7 +17,6 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { runKeyed } from "../support/KeyedActors.ts"
-import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
 import { pollUntil } from "../support/Poll.ts"
 import {
   histogramCount,
@@ -27,6 +26,7 @@ import {
   sampleValuesAreNumbers,
   seriesValue,
 } from "../support/PrometheusText.ts"
+import { issueCredential, registerIdentity, renew } from "../support/QuoteIdentities.ts"
 import { bearer, post } from "../support/SignIn.ts"
 import { makerOrder, signedTake } from "../support/Takes.ts"
 import { testAppConfig } from "../support/TestConfig.ts"

@@ -7,7 +7,7 @@ import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { Chains, devnetStack } from "../support/DevnetStack.ts"
 import { rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
+import { issueCredential, registerIdentity, renew } from "../support/QuoteIdentities.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
 

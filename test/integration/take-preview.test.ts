@@ -7,7 +7,7 @@ import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { loadQuoteCandidates } from "../../src/Takes/QuoteCandidates.ts"
 import { Chains, devnetStack } from "../support/DevnetStack.ts"
 import { rawRequest } from "../support/Http.ts"
-import { issueCredential, registerIdentity, renew } from "../support/Makers.ts"
+import { issueCredential, registerIdentity, renew } from "../support/QuoteIdentities.ts"
 import { bearer, json, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
 

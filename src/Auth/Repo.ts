@@ -1,5 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in challenges (SIWE; the agent-approval venue's extra columns: src/Accounts/VenueAgents.ts)
+// ---------------------------------------------------------------------------------------------
 
 export interface IssuedChallenge {
   readonly nonce: string
@@ -44,38 +48,34 @@ export const consumeSiweChallenge = (nonce: string, nowMs: number) =>
     }),
   )
 
-export interface LinkChallenge extends IssuedChallenge {
+// ---------------------------------------------------------------------------------------------
+// Sessions: only the SHA-256 of the token is stored
+// ---------------------------------------------------------------------------------------------
+
+export interface SessionRow {
+  readonly id: string
   readonly master: string
-  readonly venue: string
+  readonly expires_at: Date
+  readonly revoked_at: Date | null
 }
 
-export const insertLinkChallenge = (p: {
-  nonce: string
-  master: string
-  venue: string
-  address: string
-  message: string
-  nowMs: number
-  expiresMs: number
-}) =>
+export const insertSession = (p: { id: string; tokenHash: Buffer; master: string; nowMs: number; expiresMs: number }) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql`
-      insert into link_challenges (nonce, master, venue, address, message, expires_at, created_at)
-      values (${p.nonce}, ${p.master}, ${p.venue}, ${p.address}, ${p.message}, ${new Date(p.expiresMs)},
-              ${new Date(p.nowMs)})`,
+      insert into sessions (id, token_hash, master, created_at, expires_at)
+      values (${p.id}, ${p.tokenHash}, ${p.master}, ${new Date(p.nowMs)}, ${new Date(p.expiresMs)})`,
   ).pipe(Effect.asVoid)
 
-/** Consumes a link challenge issued to this master only; another master's nonce is "unknown". */
-export const consumeLinkChallenge = (nonce: string, master: string, nowMs: number) =>
+export const findSessionByHash = (tokenHash: Buffer) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      const rows = yield* sql<LinkChallenge>`
-        update link_challenges set consumed_at = ${new Date(nowMs)}
-        where nonce = ${nonce} and master = ${master} and consumed_at is null
-        returning nonce, master, venue, address, message, expires_at`
-      if (rows[0]) return { _tag: "Consumed", challenge: rows[0] } as Consumed<LinkChallenge>
-      const exists = yield* sql`select 1 from link_challenges where nonce = ${nonce} and master = ${master}`
-      return (exists.length > 0 ? { _tag: "AlreadyUsed" } : { _tag: "Unknown" }) as Consumed<LinkChallenge>
-    }),
+    sql<SessionRow>`select id, master, expires_at, revoked_at from sessions where token_hash = ${tokenHash}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
   )
+
+export const revokeSession = (id: string, nowMs: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`update sessions set revoked_at = ${new Date(nowMs)} where id = ${id} and revoked_at is null`,
+  ).pipe(Effect.asVoid)
