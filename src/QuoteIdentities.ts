@@ -12,8 +12,8 @@ import { Clock, Effect, Layer, Option } from "effect"
 import { verifyTypedData } from "viem"
 import { callEntity } from "./Cluster/EntityCall.ts"
 import { AppConfig, siweSettings } from "./Config.ts"
-import { NotFound, SignatureInvalid, StateConflict } from "./Domain/Errors.ts"
-import type { Principal } from "./Domain/Principal.ts"
+import { Forbidden, NotFound, SignatureInvalid, StateConflict } from "./Domain/Errors.ts"
+import type { DeferredCaller, Principal } from "./Domain/Principal.ts"
 import { quoteIdentityRegistrationTypedData } from "./Domain/QuoteIdentityRegistration.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
 import { checkSignatureShape } from "./Domain/Siwe.ts"
@@ -63,6 +63,8 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
     const sql = yield* SqlClient.SqlClient
     const random = yield* SecureRandom
     const lease = yield* QuoteIdentityLease.client
+    /** A credential's request budget, charged by its renewal's statement. */
+    const bucket = { rate: deployment.limits.requests_per_second, burst: deployment.limits.request_burst }
     const settlement = yield* Settlement
     const { chainId } = siweSettings(deployment)
     const escrow = deployment.venues.find((v) => v.chain_id === chainId)?.escrow ?? deployment.venues[0].escrow
@@ -146,23 +148,40 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
 
     /**
      * Renews the identity's lease for `ttlSeconds` (database time): one call of its lease entity, which runs the
-     * renewal's one statement and answers. A credential renews only the identity it is bound to (refused without a
-     * query for another); a session only its master's. Before expiry the generation is kept; after it, it advances.
+     * renewal's one statement and answers. An `mk_` caller's token is resolved, charged, checked for the `quote`
+     * scope and its binding to this identity in that same statement (the route deferred it: DeferredAuthentication);
+     * a session renews only its master's identity. Before expiry the generation is kept; after it, it advances.
+     * A spent budget answers BudgetSpent (the route's 429 with Retry-After).
      */
     const renewLease = Effect.fn("QuoteIdentities.renewLease")(function* (
-      principal: Principal,
+      caller: DeferredCaller,
       id: string,
       ttlSeconds: number,
     ) {
       const lower = id.toLowerCase()
-      if (principal._tag !== "Session" && principal.quoteIdentityId !== lower) {
-        return yield* new NotFound({ message: "no such quote identity" })
+      if (caller._tag === "Credential") {
+        // Resolved and charged already (the Authentication middleware): the scope and the binding are checked here.
+        if (!caller.scopes.includes("quote")) {
+          return yield* new Forbidden({ message: "this credential lacks the quote scope" })
+        }
+        if (caller.quoteIdentityId !== lower) return yield* new NotFound({ message: "no such quote identity" })
       }
       const renewed = yield* callEntity(
-        lease(lower).Renew({ ttlSeconds, master: principal._tag === "Session" ? principal.master : null }),
+        lease(lower).Renew({
+          ttlSeconds,
+          master: caller._tag === "Session" ? caller.master : null,
+          credential:
+            caller._tag === "CredentialToken" ? { tokenHash: caller.tokenHash.toString("hex"), bucket } : null,
+        }),
         { timeout: RENEWAL_TIMEOUT, what: "lease renewal" },
       )
-      return { identity_id: lower, generation: renewed.generation, expires_at: renewed.expires_at }
+      if (renewed._tag === "BudgetSpent") return renewed
+      return {
+        _tag: "Renewed" as const,
+        identity_id: lower,
+        generation: renewed.generation,
+        expires_at: renewed.expires_at,
+      }
     })
 
     return { prepare, create, get, resume, renewLease } as const

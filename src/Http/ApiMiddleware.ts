@@ -1,10 +1,18 @@
 import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
-import { Cause, Effect, Layer, Option } from "effect"
+import { Cause, Effect, Either, FiberRef, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
-import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge } from "../Domain/Errors.ts"
+import {
+  type CatalogueError,
+  Internal,
+  InvalidRequest,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+} from "../Domain/Errors.ts"
 import { limitBody } from "./BodyLimit.ts"
 import { envelopeResponse } from "./Envelope.ts"
 import { allowedMethods, type Route } from "./RouteTable.ts"
+import { bearerAuthenticator, DeferredToken } from "./Security.ts"
 
 /**
  * Renders into the envelope every failure that would otherwise get the platform's bodiless
@@ -13,7 +21,10 @@ import { allowedMethods, type Route } from "./RouteTable.ts"
  * before its error encoder, where these are still failures; declared errors pass through.
  */
 const renderFailures =
-  (methodsFor: (pathname: string) => ReadonlyArray<string>) =>
+  (
+    methodsFor: (pathname: string) => ReadonlyArray<string>,
+    authenticate: (header: string | undefined) => Effect.Effect<unknown, CatalogueError>,
+  ) =>
   (app: HttpApp.Default): HttpApp.Default =>
     Effect.catchAllCause(app, (cause) =>
       Effect.gen(function* () {
@@ -22,6 +33,13 @@ const renderFailures =
         const error = failure ?? defect
         if (failure !== undefined && defect === undefined && !isFrameworkError(failure)) {
           return yield* Effect.failCause(cause)
+        }
+        // A route that authenticates in its own statement never ran: its bearer is checked (and charged) now, before
+        // the request's own 400 (src/Http/Security.ts DeferredAuthentication).
+        const deferred = yield* FiberRef.get(DeferredToken)
+        if (deferred !== undefined && (error instanceof HttpApiError.HttpApiDecodeError || isBodyError(error))) {
+          const refused = yield* Effect.either(authenticate(`Bearer ${deferred}`))
+          if (Either.isLeft(refused)) return yield* envelopeResponse(refused.left)
         }
         if (error instanceof HttpApiError.HttpApiDecodeError) {
           return yield* envelopeResponse(new InvalidRequest({ message: describeDecodeError(error) }))
@@ -60,11 +78,17 @@ const renderFailures =
 /** The body limit applies before any handler reads the body; everything below renders envelopes. */
 export const apiMiddleware = (routes: ReadonlyArray<Route>) =>
   Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => {
-      const render = renderFailures(allowedMethods(routes))
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const { authenticate } = yield* bearerAuthenticator
+      const render = renderFailures(allowedMethods(routes), authenticate)
       return HttpApiBuilder.middleware((app) => render(limitBody(config.deployment.limits.body_bytes)(app)))
     }),
   )
+
+/** A body the request could not be read as (not its size: that is a 413 whoever sends it). */
+const isBodyError = (u: unknown) =>
+  u instanceof HttpServerError.RequestError && !String(u.cause).includes("maxBytes exceeded")
 
 const isFrameworkError = (u: unknown) =>
   u instanceof HttpApiError.HttpApiDecodeError ||

@@ -1,10 +1,10 @@
 import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, FiberRef, Layer, Option, Schema } from "effect"
 import { authenticateHeader, BEARER, CredentialResolver } from "../Auth/Bearer.ts"
 import { AppConfig } from "../Config.ts"
 import { RateLimited, Unauthorized } from "../Domain/Errors.ts"
-import { CurrentPrincipal, type Principal } from "../Domain/Principal.ts"
+import { CurrentDeferredCaller, CurrentPrincipal, type DeferredCaller, type Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
 import { takeToken } from "../Sql/RateLimiter.ts"
 import * as Wire from "./Errors.ts"
@@ -75,6 +75,41 @@ export const AuthenticationLive = Layer.effect(
     Authentication.of({
       bearer: () =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticate(request.headers.authorization)),
+    }),
+  ),
+)
+
+/**
+ * Routes that authenticate in their own statement (the lease renewal: its entity resolves the credential, charges
+ * its budget and renews in one statement). A malformed header is refused here (401) and a session is resolved and
+ * charged here, as by Authentication; an `mk_` bearer is only read: its token hash goes to the route, and the token
+ * is kept in DeferredToken so that a request the route never runs (a body or path that fails to decode) is still
+ * authenticated and charged before its 400 (src/Http/ApiMiddleware.ts): the bearer before the body, one charge.
+ */
+export class DeferredAuthentication extends HttpApiMiddleware.Tag<DeferredAuthentication>()("DeferredAuthentication", {
+  failure: Schema.Union(Wire.Unauthorized, Wire.RateLimited),
+  provides: CurrentDeferredCaller,
+  security: { bearer: HttpApiSecurity.bearer },
+}) {}
+
+/** The `mk_` token a DeferredAuthentication route has not authenticated yet (undefined otherwise). */
+export const DeferredToken = FiberRef.unsafeMake<string | undefined>(undefined)
+
+export const DeferredAuthenticationLive = Layer.effect(
+  DeferredAuthentication,
+  Effect.map(bearerAuthenticator, ({ authenticate, bearerToken }) =>
+    DeferredAuthentication.of({
+      bearer: () =>
+        Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request): Effect.Effect<DeferredCaller, Unauthorized | RateLimited> => {
+            const header = request.headers.authorization
+            const token = bearerToken(header)
+            return token?.startsWith("mk_") === true
+              ? Effect.as(FiberRef.set(DeferredToken, token), { _tag: "CredentialToken", tokenHash: sha256(token) })
+              : authenticate(header)
+          },
+        ),
     }),
   ),
 )

@@ -31,7 +31,7 @@ import { AsyncApiLive } from "./AsyncApiRoute.ts"
 import { ClientIdentity } from "./ClientIdentity.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
-import { AuthenticationLive } from "./Security.ts"
+import { AuthenticationLive, DeferredAuthenticationLive } from "./Security.ts"
 import { StreamLive } from "./StreamRoute.ts"
 
 /**
@@ -56,6 +56,7 @@ export const HandlersLive = Layer.mergeAll(
 ).pipe(
   Layer.provide(Access.Default),
   Layer.provide(AuthenticationLive),
+  Layer.provide(DeferredAuthenticationLive),
   Layer.provide(ClientIdentity.Live),
   Layer.provide(VenueAdaptersLive),
   Layer.provide(CredentialResolverLive),
@@ -109,7 +110,10 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
         Layer.provide(StreamLive),
         Layer.provide(AsyncApiLive),
-        Layer.provide(apiMiddleware([...options.api.routes, ...RAW_ROUTES])),
+        // Its error path authenticates a deferred mk_ bearer (DeferredAuthentication) as the middleware would.
+        Layer.provide(
+          apiMiddleware([...options.api.routes, ...RAW_ROUTES]).pipe(Layer.provide(CredentialResolverLive)),
+        ),
         Layer.provide(options.api.layer),
         // The platform's span per request costs a stack capture (with source maps under tsx, most of the
         // request's CPU time) and records the full URL: the global middleware makes its own when tracing.

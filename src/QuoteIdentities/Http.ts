@@ -1,8 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { CurrentPrincipal } from "../Domain/Principal.ts"
+import { RateLimited } from "../Domain/Errors.ts"
+import { CurrentDeferredCaller, CurrentPrincipal } from "../Domain/Principal.ts"
 import { Api } from "../Http/Api.ts"
-import { requireScope, requireSession } from "../Http/Guards.ts"
+import { requireSession } from "../Http/Guards.ts"
+import { retryAfter } from "../Http/Security.ts"
 import { QuoteIdentities } from "../QuoteIdentities.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 
@@ -29,11 +31,21 @@ export const QuoteIdentitiesHandlers = HttpApiBuilder.group(Api, "quoteIdentitie
         .handle("resumeIdentity", ({ path }) =>
           Effect.flatMap(requireSession, (session) => identities.resume(session.master, path.id)),
         )
-        // Authenticated and charged by the middleware (an mk_ bearer in one statement); then one entity call.
+        // DeferredAuthentication: an mk_ bearer is resolved, charged and renewed in one statement by the entity.
         .handle("renewLease", ({ path, payload }) =>
-          Effect.flatMap(requireScope("quote"), (principal) =>
-            identities.renewLease(principal, path.id, payload.ttl_seconds),
-          ),
+          Effect.gen(function* () {
+            const renewed = yield* identities.renewLease(yield* CurrentDeferredCaller, path.id, payload.ttl_seconds)
+            if (renewed._tag === "Renewed") {
+              return {
+                identity_id: renewed.identity_id,
+                generation: renewed.generation,
+                expires_at: renewed.expires_at,
+              }
+            }
+            const seconds = renewed.retryAfterSeconds
+            yield* retryAfter(seconds)
+            return yield* new RateLimited({ message: `request budget exhausted; retry in ${seconds} s` })
+          }),
         )
     )
   }),

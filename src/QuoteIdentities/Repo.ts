@@ -2,6 +2,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { identityFades } from "../Settlement/RepoV2.ts"
 import { appendJournal } from "../Sql/Journal.ts"
+import { takeTokenStatement } from "../Sql/RateLimiter.ts"
 
 export interface QuoteIdentityRow {
   readonly id: string
@@ -89,6 +90,71 @@ export const renewLease = (id: string, ttlSeconds: number, master: string | null
           }
         }
         return row?.found ? { _tag: "Revoked" } : { _tag: "NotFound" }
+      }),
+    ),
+  )
+
+export type CredentialRenewal =
+  /** No live credential has this token (unknown, rotated away or revoked). */
+  | { readonly _tag: "Unknown" }
+  /** The credential's request budget is spent: nothing renewed. */
+  | { readonly _tag: "BudgetSpent"; readonly credentialId: string }
+  /** Charged, but the credential lacks the `quote` scope, or is bound to another identity: nothing renewed. */
+  | { readonly _tag: "Unscoped" }
+  | { readonly _tag: "Unbound" }
+  | RenewOutcome
+
+/**
+ * A credential's renewal in one statement and one round trip (DESIGN §4): resolves the live credential by its
+ * token's SHA-256, takes one token of its request budget (takeTokenStatement; charged whatever follows, as any
+ * authenticated request), and renews identity `id` (renewalCtes) only when the budget allowed it, the credential
+ * has the `quote` scope and is bound to `id`. Revoking a credential revokes its identity, so a live credential's
+ * identity renews unless revoked in between (then Revoked).
+ */
+export const renewLeaseWithCredential = (
+  id: string,
+  ttlSeconds: number,
+  tokenHash: Buffer,
+  bucket: { readonly rate: number; readonly burst: number },
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{
+      credential_id: string | null
+      allowed: boolean
+      scoped: boolean
+      bound: boolean
+      generation: string | null
+      lease_expires_at: Date | null
+      remaining_ms: number | null
+    }>`
+      with c as (
+        select id, quote_identity_id, scopes from credentials where token_hash = ${tokenHash} and revoked_at is null
+      ), taken as (
+        ${takeTokenStatement(sql, sql`select 'credential:' || id::text as key from c`, bucket)}
+      ), ${renewalCtes(
+        sql,
+        id,
+        ttlSeconds,
+        sql`exists (select 1 from c, taken where c.quote_identity_id = ${id} and 'quote' = any(c.scopes))`,
+      )}
+      select (select id::text from c) as credential_id, exists (select 1 from taken) as allowed,
+             coalesce((select 'quote' = any(scopes) from c), false) as scoped,
+             coalesce((select quote_identity_id = ${id} from c), false) as bound,
+             r.generation::text as generation, r.lease_expires_at,
+             (extract(epoch from r.lease_expires_at - now()) * 1000)::float8 as remaining_ms
+      from (select 1) one left join renewed r on true`.pipe(
+      Effect.map(([row]): CredentialRenewal => {
+        if (row === undefined || row.credential_id === null) return { _tag: "Unknown" }
+        if (!row.allowed) return { _tag: "BudgetSpent", credentialId: row.credential_id }
+        if (!row.scoped) return { _tag: "Unscoped" }
+        if (!row.bound) return { _tag: "Unbound" }
+        if (row.generation === null || row.lease_expires_at === null) return { _tag: "Revoked" }
+        return {
+          _tag: "Renewed",
+          generation: row.generation,
+          lease_expires_at: row.lease_expires_at,
+          remaining_ms: row.remaining_ms ?? 0,
+        }
       }),
     ),
   )

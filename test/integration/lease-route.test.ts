@@ -1,8 +1,8 @@
 /**
- * PUT /v1/quote-identities/{id}/lease through the framework (it once had a raw fast path ahead of it). Every
- * request is authenticated and charged as on every route (mk_ in one statement); the handler checks the scope and
- * the binding and the renewal runs in the identity's lease entity (actors/QuoteIdentityLease.ts), whose answer
- * is the reply. On every answer: the same body, status and headers on both JSON content types, CORS and the
+ * PUT /v1/quote-identities/{id}/lease through the framework (it once had a raw fast path ahead of it). An mk_
+ * bearer is resolved, charged, checked for its scope and binding and renewed in one statement, run by the
+ * identity's lease entity (actors/QuoteIdentityLease.ts), whose answer is the reply; a request whose body or path
+ * fails to decode is authenticated and charged before its 400 (src/Http/Security.ts DeferredAuthentication). On every answer: the same body, status and headers on both JSON content types, CORS and the
  * request id on every answer (request_id in an envelope equal to x-request-id), one charge per authenticated
  * request, the bearer checked before the body.
  */

@@ -129,9 +129,13 @@ describe("QuoteIdentities service", () => {
         // Its own credential renews it (the id in any case): expired → generation 1; live → kept.
         const bot = credentialFor(session.master, identity.id)
         const first = yield* identities.renewLease(bot, identity.id.toUpperCase(), 30)
-        expect(first).toMatchObject({ identity_id: identity.id, generation: "1" })
+        expect(first).toMatchObject({ _tag: "Renewed", identity_id: identity.id, generation: "1" })
+        if (first._tag !== "Renewed") return yield* Effect.die(first)
         expect(Date.parse(first.expires_at)).toBeGreaterThan(Date.now() + 20_000)
-        expect((yield* identities.renewLease(session, identity.id, 60)).generation).toBe("1")
+        expect(yield* identities.renewLease(session, identity.id, 60)).toMatchObject({
+          _tag: "Renewed",
+          generation: "1",
+        })
         expect(yield* identities.get(bot, identity.id)).toMatchObject({ id: identity.id, generation: "1" })
 
         // Not flagged: resume answers it unchanged; flagged: cleared, a new window, journaled once.
