@@ -1,3 +1,7 @@
+/**
+ * The info routes' wire schemas, shared by the contract (src/Info/Api.ts) and the service that encodes the bodies
+ * once (src/Info.ts), and GET /v1/info's fixed part, built from the config.
+ */
 import { Schema } from "effect"
 import type { AppConfigShape } from "../Config.ts"
 import { Timestamp } from "../Domain/Primitives.ts"
