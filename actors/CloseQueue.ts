@@ -27,7 +27,7 @@
  *   tick of the keyed loop after a crash.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, type Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Layer, Option } from "effect"
 import type { Address, Hex } from "viem"
 import { withRequestIdOf } from "../src/Cluster/Keyed.ts"
 import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
@@ -93,7 +93,7 @@ const answerOf = (outcome: EnqueueOutcome) => {
 }
 
 /** Accepts one close in queue `id`'s transaction (see the header). */
-const enqueue = (relayer: Context.Tag.Service<Relayer>, c: CloseIntent) =>
+const enqueue = (relayer: Relayer, c: CloseIntent) =>
   Effect.gen(function* () {
     const relay = relayer
       .submit({

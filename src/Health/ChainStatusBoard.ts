@@ -10,7 +10,8 @@ import { chainHealth } from "./Readiness.ts"
  * What /health reports per chain, read from the status rows the watchers persist, so that every
  * runner answers the same whichever one runs the watcher. A venue without a row (its watcher never
  * ran) is not ready with an error saying so. If the database cannot be read, every chain is
- * reported not ready (503), never a 500.
+ * reported not ready (503), never a 500. Part of the Health service (src/Health.ts lists it in its
+ * dependencies); the composition root also provides it (src/ChainLive.ts), the same layer, so one instance.
  */
 export class ChainStatusBoard extends Context.Tag("ChainStatusBoard")<
   ChainStatusBoard,

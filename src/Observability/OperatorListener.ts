@@ -3,10 +3,9 @@ import * as OtelMetrics from "@effect/opentelemetry/Metrics"
 import * as OtelResource from "@effect/opentelemetry/Resource"
 import type { SqlClient } from "@effect/sql"
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus"
-import { Config, Console, Context, Effect, Layer, Option, Runtime } from "effect"
+import { Config, Console, Context, Effect, Either, Layer, Option, Runtime } from "effect"
 import { type AppConfig, ConfigInvalid } from "../Config.ts"
-import type { ChainStatusBoard } from "../Health/ChainStatusBoard.ts"
-import { healthReport } from "../Health/Report.ts"
+import { Health } from "../Health.ts"
 import { describeListenFailure } from "../StartupChecks.ts"
 import { collectGauges } from "./Collect.ts"
 import { STATUS_HTML } from "./StatusPage.ts"
@@ -19,7 +18,7 @@ import { recentSettlements, relayerQueues } from "./StatusPageRepo.ts"
  * HTTP server is not started (`preventServerStart`): its request handler answers on this listener, after
  * the gauges of persisted state were read (src/Observability/Collect.ts). `GET /status` is the operators'
  * status page (src/Observability/StatusPage.ts), which reads `GET /health` (the public route's body and
- * status, src/Health/Report.ts) and `GET /status/data` (relayer queues, recent settlements).
+ * status: the Health service's answer, src/Health.ts) and `GET /status/data` (relayer queues, recent settlements).
  *
  * OPERATOR_HOST defaults to loopback; OPERATOR_PORT to a free port (as RUNNER_PORT does), announced in the
  * start-up output. Set OPERATOR_PORT for a Prometheus scrape target (e.g. 9464).
@@ -61,7 +60,7 @@ export class OperatorListener extends Context.Tag("OperatorListener")<
 /** The listener on `options`; announces its address. */
 export const operatorLayer = (
   options: OperatorOptions,
-): Layer.Layer<OperatorListener, ConfigInvalid, AppConfig | SqlClient.SqlClient | ChainStatusBoard> =>
+): Layer.Layer<OperatorListener, ConfigInvalid, AppConfig | SqlClient.SqlClient> =>
   Layer.scoped(
     OperatorListener,
     Effect.gen(function* () {
@@ -70,7 +69,8 @@ export const operatorLayer = (
         yield* OtelMetrics.makeProducer.pipe(Effect.provide(OtelResource.layer({ serviceName: "settlement-service" }))),
         () => exporter,
       )
-      const runtime = yield* Effect.runtime<AppConfig | SqlClient.SqlClient | ChainStatusBoard>()
+      const health = yield* Health
+      const runtime = yield* Effect.runtime<AppConfig | SqlClient.SqlClient>()
       const run = Runtime.runPromise(runtime)
       const json = (res: ServerResponse, status: number, body: unknown) =>
         res
@@ -104,8 +104,8 @@ export const operatorLayer = (
               .end(STATUS_HTML)
             return
           case "/health":
-            run(healthReport).then(
-              (body) => json(res, body.ready ? 200 : 503, { status: body.ready ? "ok" : "degraded", ...body }),
+            run(Effect.either(health.check)).then(
+              (answer) => json(res, Either.isRight(answer) ? 200 : 503, Either.merge(answer)),
               failed(res),
             )
             return
@@ -133,7 +133,7 @@ export const operatorLayer = (
       yield* Console.log(`operator listener at ${url} (GET /metrics, Prometheus text; GET /status, the status page)`)
       return { host: options.host, port, url }
     }),
-  )
+  ).pipe(Layer.provide(Health.Default))
 
 /** OPERATOR_HOST (default 127.0.0.1) and OPERATOR_PORT (default: a free port). */
 export const OperatorLive = Layer.unwrapEffect(
