@@ -3,7 +3,7 @@
  * queue's accepted closes to their end and with them the `closing` flag of the spec. Built on the keyed loop
  * (actors/Keyed.ts); the database stays the truth.
  *
- * - `Enqueue` (persisted intent): the HTTP handler (src/Escrow/Http.ts) has checked the request and
+ * - `Enqueue` (persisted intent): the Escrow service (src/Escrow.ts) has checked the request and
  *   answered an identical repeat from a lookup by digest (or by the managed close's terms) BEFORE sending; the
  *   entity runs src/Escrow/Closes.ts `enqueueClose`: in ONE transaction under the (owner, chain) row lock of
  *   `close_queues`, the limit (10 pending), "same terms → same close", one pending close per order, the close

@@ -3,7 +3,7 @@
  * (lowercase address), that relays each signed withdrawal of that account to its venue once, and reconciles the
  * ones whose outcome is unknown against venue evidence until they resolve. Built on the keyed loop
  * (actors/Keyed.ts); the database stays the truth.
- * - `Submit` (persisted intent): the HTTP handler (src/Withdrawals/Http.ts) has verified the signed
+ * - `Submit` (persisted intent): the Withdrawals service (src/Withdrawals.ts) has verified the signed
  *   preparation and answered an identical repeat from a lookup by preparation BEFORE sending; the entity runs
  *   src/Withdrawals/Repo.ts `createWithdrawal` (one transaction under the linked-account row lock: the `queued`
  *   row and its journal row) and replies the withdrawal's id, or ChallengeExpired / NotFound / WithdrawalPending

@@ -37,19 +37,13 @@ import { toWireTypedData } from "./Domain/WireTypedData.ts"
 import { OrderFunding } from "./Orders/Funding.ts"
 import { checkQuoteSet, type QuoteSetInput } from "./Orders/QuoteSetCheck.ts"
 import { cancelQuoteSets, publishQuoteSet } from "./Orders/QuoteSets.ts"
-import {
-  boundDatabase,
-  findOrder,
-  findOrderByClientId,
-  insertOrder,
-  markFunding,
-  type OrderRow,
-} from "./Orders/Repo.ts"
+import { findOrder, findOrderByClientId, insertOrder, markFunding, type OrderRow } from "./Orders/Repo.ts"
 import { queueVenueTransfer } from "./Orders/VenueTransfer.ts"
 import { type OrderPreparation, type OrderView, orderView, type SignItem } from "./Orders/View.ts"
 import { findQuoteIdentity } from "./QuoteIdentities/Repo.ts"
 import { Relayer } from "./Relayer.ts"
 import { randomHex, randomUuid, SecureRandom } from "./SecureRandom.ts"
+import { bindSql } from "./Sql/Bind.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 import { VenueAdapters } from "./Venues/VenueAdapters.ts"
 import { WithdrawalDesk } from "./Withdrawals/Desk.ts"
@@ -98,7 +92,7 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
     const relayer = yield* Relayer
     const adapters = yield* VenueAdapters
     const sharding = yield* Effect.serviceOption(Sharding.Sharding)
-    const db = yield* boundDatabase
+    const db = yield* bindSql
     // Exactly these services (not the whole context of construction, which would shadow the caller's span).
     const context = Context.make(AppConfig, config).pipe(
       Context.add(VenueAdapters, adapters),

@@ -72,17 +72,6 @@ const select = `
       on e2.venue = o.venue and e2.owner = o.owner_address and e2.order_id = o.id and o.escrow_version = 2
     left join withdrawals w on w.id = o.venue_transfer_id`
 
-/**
- * Binds repository calls to the database the caller was built with: the Orders service captures it once and
- * imports no SQL itself (it also reads chains, and a file that runs SQL may not; DESIGN §3).
- */
-export const boundDatabase = Effect.map(
-  SqlClient.SqlClient,
-  (sql) =>
-    <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, SqlClient.SqlClient>> =>
-      Effect.provideService(self, SqlClient.SqlClient, sql),
-)
-
 export const findOrder = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<OrderRow>`${sql.unsafe(select)} where o.id = ${id.toLowerCase()}`.pipe(

@@ -3,9 +3,8 @@ import { Effect } from "effect"
 
 /**
  * A concept service's hold on its database: yielded once at construction, it runs repository effects on that
- * client, so the service's methods require nothing per call. A service that also reads chains binds its
- * repositories through this instead of importing @effect/sql itself: a file that imports @effect/sql is a
- * repository, and a repository calls no chain (the import rules, DESIGN §3).
+ * client, so the service's methods require nothing per call (`const db = yield* bindSql`, then
+ * `db(findOrder(id))`).
  */
 export const bindSql = Effect.map(
   SqlClient.SqlClient,
