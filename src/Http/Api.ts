@@ -12,6 +12,8 @@ import { TakesApi } from "../Takes/Api.ts"
 import { TradesApi } from "../Trades/Api.ts"
 import { TransfersApi } from "../Transfers/Api.ts"
 import { WithdrawalsApi } from "../Withdrawals/Api.ts"
+import { documentSecurity, SERVERS } from "./ApiDocs.ts"
+import { API_GUIDE } from "./ApiGuide.ts"
 import { Internal, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, ServiceUnavailable } from "./Errors.ts"
 
 /**
@@ -41,7 +43,11 @@ export class Api extends HttpApi.make("settlement")
   .addError(ServiceUnavailable)
   .annotate(OpenApi.Title, "Cross-Venue Settlement API")
   .annotate(OpenApi.Version, "v1")
-  .annotate(OpenApi.Transform, (spec) => declareEventCursor(describeUnavailable(stripDecodeError(spec)))) {}
+  .annotate(OpenApi.Description, API_GUIDE)
+  .annotate(OpenApi.Servers, SERVERS)
+  .annotate(OpenApi.Transform, (spec) =>
+    documentSecurity(declareEventCursor(describeUnavailable(stripDecodeError(spec)))),
+  ) {}
 
 type Json = Record<string, unknown>
 
