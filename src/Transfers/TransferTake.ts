@@ -10,7 +10,7 @@ import { Effect, Option } from "effect"
 import { ChainClients } from "../Chain/ChainClients.ts"
 import { readTokenBalance } from "../Chain/TokenReads.ts"
 import { AppConfig } from "../Config.ts"
-import { type CreateTakeInput, createTake } from "../Takes/Create.ts"
+import { type CreateTakeInput, createTake } from "../Takes.ts"
 import { attachTake, lockTransfer, type TransferRow } from "./Repo.ts"
 
 export const takeInputOf = (t: TransferRow): CreateTakeInput => ({
