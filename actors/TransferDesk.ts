@@ -24,7 +24,7 @@ import {
   dueTransfers,
   type TransferRow,
 } from "../src/Transfers/Repo.ts"
-import { payerBalance, takeForTransfer } from "../src/Transfers/TransferTake.ts"
+import { payerBalance, takeForTransfer } from "../src/Transfers.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** A pending transfer's cadence; a relayed withdrawal's payout lands on chain within seconds, so a second is enough. */

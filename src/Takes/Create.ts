@@ -1,8 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { type Address, getAddress, type Hex } from "viem"
-import { ChainClients } from "../Chain/ChainClients.ts"
-import { readPermitContext } from "../Chain/TokenReads.ts"
 import { AppConfig, type DeploymentConfig, type VenueConfig } from "../Config.ts"
 import { type Fill, fillTypedData, PERPS_DEX } from "../Domain/EscrowTypedData.ts"
 import { fillKeyOf } from "../Domain/FillId.ts"
@@ -16,7 +14,6 @@ import { takerUnpaidLocks } from "../Settlement/RepoV2.ts"
 import { appendJournal } from "../Sql/Journal.ts"
 import { reserveTakeV2 } from "./CreateV2.ts"
 import {
-  TakeChainUnavailable,
   TakeConflict,
   TakeInvalid,
   TakeNoLiquidity,
@@ -26,7 +23,7 @@ import {
 } from "./Errors.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "./QuoteCandidates.ts"
 import { findTakeByClientId, type TakeRow } from "./Repo.ts"
-import { type TakeSignItem, takeViewOf } from "./View.ts"
+import { type TakeSignItem, type TakeWithSignItems, takeViewOf } from "./View.ts"
 
 /** What a take asks for (POST /v1/takes, or a transfer intent's take). Addresses any case; amounts base units. */
 export interface CreateTakeInput {
@@ -72,46 +69,42 @@ const TAKE_CLIENT_LOCK = 7_210_011
 const candidateKey = (orderId: string, sequence: bigint | string, quoteIndex: number) =>
   `${orderId}/${sequence}/${quoteIndex}`
 
+/** A created take's view; `created` is false when an earlier request made it (a retry). */
+export type CreatedTake = TakeWithSignItems & { readonly created: boolean }
+
 /** An existing take for the same (master, client id): the same one for the same parameters, else a conflict. */
 const existing = (row: TakeRow, input: CreateTakeInput) =>
   sameParameters(row, input)
-    ? Effect.map(takeViewOf(row), (v) => ({ ...v, created: false }))
+    ? Effect.map(takeViewOf(row), (v): CreatedTake => ({ ...v, created: false }))
     : Effect.fail(new TakeConflict({ takeId: row.id }))
 
+/** A take the checks let through: its venues, the lowercase payer and recipient, its settlement version. */
+export interface TakePlan {
+  readonly input: CreateTakeInput
+  readonly from: VenueConfig
+  readonly to: VenueConfig
+  readonly payer: string
+  readonly recipient: string
+  readonly version: 1 | 2
+}
+
+/** The payer's permit context on the `from` token, read from its chain by the caller before reserveTake. */
+export interface TakePermit {
+  readonly domain: TokenDomain
+  readonly nonce: bigint
+}
+
+export type TakeCheck =
+  | { readonly _tag: "Existing"; readonly take: CreatedTake }
+  | { readonly _tag: "New"; readonly plan: TakePlan }
+
 /**
- * Creates a take: routes `amountIn` over the live quotes NOW, reserves the fills and answers what the payer signs.
- * The same (master, clientTakeId) with the same parameters answers the existing take (`created: false`, the same
- * `toSign`), with other parameters TakeConflict. Beta access is the caller's check (requireAccess).
- *
- * In one transaction (a savepoint when the caller already has one; READ COMMITTED assumed): the payer's link is
- * share-locked (an unlink cannot slip in), the candidate orders are locked (`forUpdate`, so concurrent takes never
- * over-allocate an order or a set), the route must reach `minOut` with at least one fill (else TakeNoLiquidity,
- * nothing written), then per fill a UUID, its bytes32 fill key, a fresh secret (sealed, src/Settlement/FillSecrets.ts)
- * and hashlock, the taker's `Fill`; the take (state reserved) and its fills (state reserved) are inserted and
- * `take.created` is journaled for the master.
- *
- * Times come from the database clock (`now()` of the transaction), whole seconds:
- * - pay_deadline = now + limits.pay_window_seconds (signatures are accepted until then; unsigned reservations
- *   release then);
- * - makerExpiry = pay_deadline + settlement.maker_timeout_seconds (the lock can be made until the pay deadline and
- *   then has the full maker timeout);
- * - takerExpiry = makerExpiry + max(taker_timeout − maker_timeout, reveal_cutoff_seconds). The escrows require
- *   takerExpiry ≥ makerExpiry + REVEAL_WINDOW: a deployment's REVEAL_WINDOW must not exceed reveal_cutoff_seconds
- *   (devnet: both 600).
- * Payout: dex 0 (perps) and toMargin true: the `to` escrow deposits through its margin router and credits the
- * recipient's zero-id balance when the venue refuses, so margin is always the right request.
- *
- * The permit (EIP-2612 on the `from` token, spender the `from` escrow, value Σ amountIn) has deadline makerExpiry,
- * not pay_deadline: it is spent by the first `pay`, which comes only after that fill's lock is final and may
- * legitimately happen after pay_deadline (a take signed at the end of its window); the escrow refuses `pay` from
- * makerExpiry on anyway, and pulls only with the payer's signed Fill. It uses the payer's permit nonce read from the chain before the transaction (TakeChainUnavailable when the node
- * fails). A permit still unused by an earlier take has the same nonce: the escrow tolerates a consumed permit by
- * checking the allowance.
- *
- * Settlement v2 (takeEscrowVersion 2): the same checks and transaction, then src/Takes/CreateV2.ts routes over
- * v2 sets, reserves hashlock indexes and answers the v2 Fills (its times: src/Domain/TakeTimingV2.ts).
+ * The checks of a take before anything is read from a chain (src/Takes.ts createTake runs them, reads the permit
+ * context, then reserveTake): the parameters, then an existing take of (master, clientTakeId) (the same parameters
+ * answer it, `Existing`; others TakeConflict), then (v2) the taker's unpaid locks, then the payer's link on `from`.
+ * Beta access is the caller's check (requireAccess).
  */
-export const createTake = (input: CreateTakeInput) =>
+export const checkTake = (input: CreateTakeInput) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
@@ -148,24 +141,60 @@ export const createTake = (input: CreateTakeInput) =>
     }
     // A retry of an existing take is answered whatever the account's record since.
     const before = yield* findTakeByClientId(input.master, input.clientTakeId)
-    if (Option.isSome(before)) return yield* existing(before.value, input)
+    if (Option.isSome(before)) {
+      return { _tag: "Existing", take: yield* existing(before.value, input) } as TakeCheck
+    }
     if (version === 2) {
       // Takers whose locks were left unpaid are limited (DESIGN §10.2); counted by settlement (SettlementV2.ts).
       const record = yield* takerUnpaidLocks(input.master, deployment.settlement.max_unpaid_locks)
       if (record.over) return yield* new TakeUnpaidLocks({ unpaid: record.unpaid, limit: record.limit })
     }
 
-    // Checked again under a share lock in the transaction; here first so a refusal needs no chain read.
+    // Checked again under a share lock in reserveTake's transaction; here first so a refusal needs no chain read.
     const linkedNow = yield* sql`
       select 1 from linked_accounts where master = ${input.master} and venue = ${from.id} and address = ${payer}`
     if (linkedNow.length === 0) return yield* new TakePayerNotLinked({ venue: from.id, payer })
+    return { _tag: "New", plan: { input, from, to, payer, recipient, version } } as TakeCheck
+  })
 
-    const client = (yield* ChainClients).venue(from.id)
-    if (!client) return yield* new TakeChainUnavailable({ message: `no node for ${from.id}` })
-    const permit = yield* readPermitContext(client, from.token, payer).pipe(
-      Effect.mapError((e) => new TakeChainUnavailable({ message: e.message })),
-    )
-
+/**
+ * Reserves a checked take (checkTake) with the payer's permit context: routes `amountIn` over the live quotes NOW,
+ * reserves the fills and answers what the payer signs (`created: true`, or `created: false` when a concurrent
+ * request with the same client id committed first and the parameters match; else TakeConflict).
+ *
+ * In one transaction (a savepoint when the caller already has one; READ COMMITTED assumed): the payer's link is
+ * share-locked (an unlink cannot slip in), the candidate orders are locked (`forUpdate`, so concurrent takes never
+ * over-allocate an order or a set), the route must reach `minOut` with at least one fill (else TakeNoLiquidity,
+ * nothing written), then per fill a UUID, its bytes32 fill key, a fresh secret (sealed, src/Settlement/FillSecrets.ts)
+ * and hashlock, the taker's `Fill`; the take (state reserved) and its fills (state reserved) are inserted and
+ * `take.created` is journaled for the master.
+ *
+ * Times come from the database clock (`now()` of the transaction), whole seconds:
+ * - pay_deadline = now + limits.pay_window_seconds (signatures are accepted until then; unsigned reservations
+ *   release then);
+ * - makerExpiry = pay_deadline + settlement.maker_timeout_seconds (the lock can be made until the pay deadline and
+ *   then has the full maker timeout);
+ * - takerExpiry = makerExpiry + max(taker_timeout − maker_timeout, reveal_cutoff_seconds). The escrows require
+ *   takerExpiry ≥ makerExpiry + REVEAL_WINDOW: a deployment's REVEAL_WINDOW must not exceed reveal_cutoff_seconds
+ *   (devnet: both 600).
+ * Payout: dex 0 (perps) and toMargin true: the `to` escrow deposits through its margin router and credits the
+ * recipient's zero-id balance when the venue refuses, so margin is always the right request.
+ *
+ * The permit (EIP-2612 on the `from` token, spender the `from` escrow, value Σ amountIn) has deadline makerExpiry,
+ * not pay_deadline: it is spent by the first `pay`, which comes only after that fill's lock is final and may
+ * legitimately happen after pay_deadline (a take signed at the end of its window); the escrow refuses `pay` from
+ * makerExpiry on anyway, and pulls only with the payer's signed Fill. Its nonce is `permit.nonce`, read from the
+ * chain by the caller. A permit still unused by an earlier take has the same nonce: the escrow tolerates a consumed
+ * permit by checking the allowance.
+ *
+ * Settlement v2 (takeEscrowVersion 2): the same transaction, then src/Takes/CreateV2.ts routes over v2 sets,
+ * reserves hashlock indexes and answers the v2 Fills (its times: src/Domain/TakeTimingV2.ts).
+ */
+export const reserveTake = (plan: TakePlan, permit: TakePermit) =>
+  Effect.gen(function* () {
+    const { deployment } = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const { input, from, to, payer, recipient, version } = plan
     const outcome = yield* sql.withTransaction(
       Effect.gen(function* () {
         // Identical requests in flight at once: the second waits here until the first commits and then answers its
@@ -194,7 +223,7 @@ export const createTake = (input: CreateTakeInput) =>
             recipient,
             payKey: input.payKey!.toLowerCase(),
             nowSeconds,
-            permit: { domain: permit.domain as TokenDomain, nonce: permit.nonce },
+            permit,
           })
         }
         const rows = yield* loadQuoteCandidates({
@@ -251,7 +280,7 @@ export const createTake = (input: CreateTakeInput) =>
             kind: "permit",
             signer: payer,
             typed_data: toWireTypedData(
-              permitTypedData(permit.domain as TokenDomain, {
+              permitTypedData(permit.domain, {
                 owner: payer,
                 spender: from.escrow,
                 value: route.totalIn,
@@ -320,7 +349,8 @@ export const createTake = (input: CreateTakeInput) =>
     const row = yield* findTakeByClientId(input.master, input.clientTakeId)
     if (Option.isNone(row)) return yield* Effect.dieMessage("the take vanished after its insert")
     if (outcome._tag === "Raced") return yield* existing(row.value, input)
-    return { ...(yield* takeViewOf(row.value)), created: true }
+    const created: CreatedTake = { ...(yield* takeViewOf(row.value)), created: true }
+    return created
   })
 
 /**

@@ -20,7 +20,7 @@ import {
 } from "./QuoteCandidatesV2.ts"
 import type { TakeSignItem } from "./View.ts"
 
-/** What the v1 path already checked and read before its transaction (src/Takes/Create.ts). */
+/** What checkTake let through and the permit context read from the `from` chain (src/Takes/Create.ts). */
 export interface TakeV2Context {
   readonly deployment: DeploymentConfig
   readonly master: string
@@ -57,7 +57,7 @@ const freeIndexes = (orderId: string, sequence: bigint, count: number, limit: nu
   )
 
 /**
- * The v2 take, inside createTake's transaction (its advisory lock, client-id check and share lock on the payer's
+ * The v2 take, inside reserveTake's transaction (its advisory lock, client-id check and share lock on the payer's
  * link already taken): routes over v2 quote sets only (src/Takes/QuoteCandidatesV2.ts, order rows locked), then
  * per fill reserves the lowest free hashlock index of its (order, sequence) (freeIndexes: one no fill holds, an
  * index of a fill that expired unsigned being free again, migrations/0029; a set's fills get them in route order;

@@ -1,8 +1,16 @@
-import { Data } from "effect"
+import { Data, type Effect } from "effect"
+import {
+  ChainUnavailable,
+  InvalidRequest,
+  NoLiquidity,
+  NotFound,
+  PayerNotLinked,
+  StateConflict,
+} from "../Domain/Errors.ts"
 
 /**
- * Why `createTake` refused (src/Takes/Create.ts). Transport-neutral: the HTTP handlers of takes and transfers
- * map them to the API's codes (src/Http/TakeFailure.ts).
+ * Why a take's creation refused (src/Takes/Create.ts, src/Takes.ts createTake). The transfer desk keeps them as the
+ * reason a transfer has no take yet; the Takes and Transfers services answer them as catalogue errors (takeFailure).
  */
 
 /** A parameter is out of range (INVALID_REQUEST 400). */
@@ -40,3 +48,30 @@ export type TakeCreateError =
   | TakeNoLiquidity
   | TakeChainUnavailable
   | TakeUnpaidLocks
+
+/** A refusal of take creation as the catalogue error the API answers (POST /v1/takes, the transfer routes). */
+export const takeFailure = (
+  e: TakeCreateError,
+): Effect.Effect<
+  never,
+  InvalidRequest | NotFound | StateConflict | PayerNotLinked | NoLiquidity | ChainUnavailable
+> => {
+  switch (e._tag) {
+    case "TakeInvalid":
+      return new InvalidRequest({ message: e.message })
+    case "TakeVenueUnknown":
+      return new NotFound({ message: `unknown venue ${e.venue}` })
+    case "TakeConflict":
+      return new StateConflict({ message: "client_take_id was used with other parameters" })
+    case "TakePayerNotLinked":
+      return new PayerNotLinked({ message: `payer is not your linked account on ${e.venue}` })
+    case "TakeNoLiquidity":
+      return new NoLiquidity({ message: e.message })
+    case "TakeChainUnavailable":
+      return new ChainUnavailable({ message: "the from chain's node did not answer; retry", retryable: true })
+    case "TakeUnpaidLocks":
+      return new StateConflict({
+        message: `this account left ${e.unpaid} locks unpaid (limit ${e.limit}): no new take until they are settled`,
+      })
+  }
+}

@@ -78,6 +78,13 @@ const journal = (kind: string, row: TransferRow) =>
     },
   })
 
+/**
+ * Runs `effect` in one transaction (a savepoint inside a caller's). The Transfers service composes an intent's
+ * steps in it (the insert or the pay key, and the take with its chain read), so they commit together or not at all.
+ */
+export const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(effect))
+
 export const findTransfer = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<TransferRow>`${SELECT(sql)} where t.id = ${id}::uuid`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
