@@ -2,7 +2,7 @@
  * TransferDesk: an entity per transfer intent (on actors/Keyed.ts) that completes it when it was created short of
  * funds (or, on v2, before its pay key). Once the intent's funding
  * withdrawal is `relayed` AND the payer's wallet on the `from` chain holds `amount_in`, it creates the take
- * (src/Transfers/TransferTake.ts), which the client then signs from GET /v1/takes/{id}.
+ * (src/Transfers.ts takeForTransfer), which the client then signs from GET /v1/takes/{id}.
  *
  * Safety rests on the database, not on this loop: the take is created and recorded under the transfer's row lock
  * (one take per transfer; a cancel either lands first and the desk skips, or finds the take and is refused), and
