@@ -18,6 +18,13 @@ import {
 import { RequestBody } from "../Http/RequestBody.ts"
 import { Authentication } from "../Http/Security.ts"
 import { ClientId } from "../Orders/Api.ts"
+import {
+  EXAMPLE_CREATE_TAKE_REQUEST,
+  EXAMPLE_PREVIEW,
+  EXAMPLE_PREVIEW_REQUEST,
+  EXAMPLE_SIGNATURES_REQUEST,
+  EXAMPLE_TAKE_WITH_SIGN_ITEMS,
+} from "./Examples.ts"
 
 /** A quote exactly as the maker published and signed it (one entry of its quote set). */
 export const QuoteView = Schema.Struct({
@@ -47,7 +54,7 @@ export const TakePreview = Schema.Struct({
   fills: Schema.Array(PreviewFill),
   total_in: Schema.String,
   total_out: Schema.String,
-}).annotations({ identifier: "TakePreview" })
+}).annotations({ identifier: "TakePreview", examples: [EXAMPLE_PREVIEW] })
 
 const TakeTransaction = Schema.Struct({
   /** The escrow function: lock, pay, claim, claimPayment, cancelLock, refund, refundPayment. */
@@ -121,6 +128,7 @@ export const TakeSignItem = Schema.Struct({
 
 export const TakeWithSignItems = Schema.Struct({ take: Take, to_sign: Schema.Array(TakeSignItem) }).annotations({
   identifier: "TakeWithSignItems",
+  examples: [EXAMPLE_TAKE_WITH_SIGN_ITEMS],
 })
 
 /**
@@ -136,11 +144,12 @@ export class TakesApi extends HttpApiGroup.make("takes")
           to: VenueId,
           amount_in: Amount,
           max_parts: Schema.optional(Schema.Int.pipe(Schema.between(1, 8))),
-        }),
+        }).annotations({ examples: [EXAMPLE_PREVIEW_REQUEST] }),
       )
       .addSuccess(TakePreview)
       .addError(InvalidRequest)
       .addError(NotFound)
+      .annotate(OpenApi.Summary, "Preview how a take would be routed")
       .annotate(
         OpenApi.Description,
         "How a take of `amount_in` (base units of `from`'s token) would be routed now over live quote sets of funded " +
@@ -163,7 +172,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
           recipient: Address,
           max_parts: Schema.Int.pipe(Schema.between(1, 8)),
           pay_key: Schema.optional(Address),
-        }),
+        }).annotations({ examples: [EXAMPLE_CREATE_TAKE_REQUEST] }),
       )
       .addSuccess(TakeWithSignItems)
       .addError(Forbidden)
@@ -175,6 +184,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
       .addError(PayerNotLinked)
       .addError(ChainUnavailable)
       .middleware(Authentication)
+      .annotate(OpenApi.Summary, "Create a take: reserve fills and get the items to sign")
       .annotate(
         OpenApi.Description,
         "Routes the take as the preview would, reserves the fills at once (they reduce the orders' quotable) and " +
@@ -211,7 +221,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
               Schema.maxItems(8),
             ),
           ),
-        }),
+        }).annotations({ examples: [EXAMPLE_SIGNATURES_REQUEST] }),
       )
       .addSuccess(TakeWithSignItems)
       .addError(Forbidden)
@@ -222,6 +232,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
       .addError(SignatureMalleable)
       .addError(SignatureInvalid)
       .middleware(Authentication)
+      .annotate(OpenApi.Summary, "Sign a take: the payer's items, or the pay key's")
       .annotate(
         OpenApi.Description,
         "The payer's signatures of `to_sign`: `permit` and one entry per fill {fill_id, signature} (every fill " +
@@ -243,6 +254,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
       .addError(Forbidden)
       .addError(NotFound)
       .middleware(Authentication)
+      .annotate(OpenApi.Summary, "Get a take, its fills and its items to sign")
       .annotate(
         OpenApi.Description,
         "The take, each fill's state and transactions, and the original `to_sign` (recovery: check state and " +

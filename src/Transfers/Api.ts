@@ -18,6 +18,13 @@ import { RequestBody } from "../Http/RequestBody.ts"
 import { Authentication } from "../Http/Security.ts"
 import { ClientId } from "../Orders/Api.ts"
 import { Withdrawal } from "../Withdrawals/Api.ts"
+import {
+  EXAMPLE_CREATE_TRANSFER_REQUEST,
+  EXAMPLE_PAY_KEY_REQUEST,
+  EXAMPLE_TRANSFER,
+  EXAMPLE_TRANSFER_SETTLED,
+  EXAMPLE_TRANSFERS_PAGE,
+} from "./Examples.ts"
 
 /** Spec: transfers page. */
 export const TRANSFERS_PAGE = 100
@@ -49,7 +56,7 @@ export const TransferIntent = Schema.Struct({
   take_final: Schema.NullOr(Schema.Boolean),
   cancelled_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
-}).annotations({ identifier: "TransferIntent" })
+}).annotations({ identifier: "TransferIntent", examples: [EXAMPLE_TRANSFER, EXAMPLE_TRANSFER_SETTLED] })
 
 /** Transfer intents: an optional venue withdrawal `to: signer` that prefunds the payer's wallet, then a take. */
 export class TransfersApi extends HttpApiGroup.make("transfers")
@@ -65,9 +72,13 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
           payer: Address,
           recipient: Address,
           max_parts: Schema.optional(Schema.Int.pipe(Schema.between(1, 8))),
-        }),
+        }).annotations({ examples: [EXAMPLE_CREATE_TRANSFER_REQUEST] }),
       )
       .addSuccess(TransferIntent, { status: 201 })
+      // An identical repeat of client_transfer_id: the existing intent (the handler sets 200; documented here).
+      .addSuccess(TransferIntent.annotations({ description: "An identical repeat: the existing intent." }), {
+        status: 200,
+      })
       .addError(Forbidden)
       .addError(AccessRequired)
       .addError(NotFound)
@@ -79,6 +90,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .addError(PayerNotLinked)
       .addError(ChainUnavailable)
       .addError(VenueUnavailable)
+      .annotate(OpenApi.Summary, "Create a transfer intent (201 new, 200 repeat)")
       .annotate(
         OpenApi.Description,
         "Creates a transfer intent: 201 for a new one, 200 with the same intent for an identical repeat of " +
@@ -95,9 +107,14 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.get("list", "/v1/transfers")
       .setUrlParams(Schema.Struct({ cursor: Schema.optional(Schema.String) }))
-      .addSuccess(Schema.Struct({ items: Schema.Array(TransferIntent), next_cursor: Schema.NullOr(Schema.String) }))
+      .addSuccess(
+        Schema.Struct({ items: Schema.Array(TransferIntent), next_cursor: Schema.NullOr(Schema.String) }).annotations({
+          examples: [EXAMPLE_TRANSFERS_PAGE],
+        }),
+      )
       .addError(Forbidden)
       .addError(InvalidRequest)
+      .annotate(OpenApi.Summary, "List your transfer intents, newest first")
       .annotate(
         OpenApi.Description,
         `Your transfer intents, newest first, at most ${TRANSFERS_PAGE} per page, completed and cancelled ` +
@@ -111,6 +128,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .addError(Forbidden)
       .addError(NotFound)
       .addError(StateConflict)
+      .annotate(OpenApi.Summary, "Cancel a transfer intent before its take exists")
       .annotate(
         OpenApi.Description,
         "Cancels the intent before its take is created (take_id null): cancelled_at is set and no take follows. " +
@@ -121,7 +139,9 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.put("payKey", "/v1/transfers/:id/take/pay-key")
       .setPath(Schema.Struct({ id: Schema.UUID }))
-      .setPayload(RequestBody("TransferPayKeyRequest", { pay_key: Address }))
+      .setPayload(
+        RequestBody("TransferPayKeyRequest", { pay_key: Address }).annotations({ examples: [EXAMPLE_PAY_KEY_REQUEST] }),
+      )
       .addSuccess(TransferIntent)
       .addError(Forbidden)
       .addError(AccessRequired)
@@ -131,6 +151,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .addError(NoLiquidity)
       .addError(PayerNotLinked)
       .addError(ChainUnavailable)
+      .annotate(OpenApi.Summary, "Give the pay key a transfer's v2 take will name")
       .annotate(
         OpenApi.Description,
         "Settlement v2 (GET /v1/info `settlement.escrow_version` 2): the take route of a transfer's take, keyed by " +
