@@ -6,6 +6,19 @@ import { Schema } from "effect"
 import type { AppConfigShape } from "../Config.ts"
 import { Timestamp } from "../Domain/Primitives.ts"
 
+/** The documentation's example deployment's chains (the devnet's: src/DevelopmentConfig.ts). */
+const EXAMPLE_CHAINS = [
+  { venue: "hyperliquid", chain_id: 999 },
+  { venue: "aster", chain_id: 42161 },
+].map((c) => ({
+  ...c,
+  token: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+  symbol: "USDC",
+  decimals: 6,
+  escrow: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+  deployment_block: "0",
+}))
+
 const ChainInfo = Schema.Struct({
   venue: Schema.String,
   chain_id: Schema.Int,
@@ -57,7 +70,41 @@ export const InfoBody = Schema.Struct({
   }),
   chains: Schema.Array(ChainInfo),
   access: Schema.Struct({ mode: Schema.String, captcha_site_key: Schema.String }),
-}).annotations({ identifier: "Info" })
+}).annotations({
+  identifier: "Info",
+  examples: [
+    {
+      api_version: "v1",
+      server_time: "2025-06-02T09:30:00.123Z",
+      operator: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
+      limits: {
+        requests_per_second: 60,
+        request_burst: 120,
+        body_bytes: 65536,
+        batch_orders: 20,
+        lease_seconds_min: 5,
+        lease_seconds_max: 120,
+        quote_validity_seconds_max: 300,
+        take_parts_max: 8,
+        pay_window_seconds: 120,
+        fill_max: "1000000000000",
+      },
+      settlement: {
+        maker_timeout_seconds: 1800,
+        taker_timeout_seconds: 3600,
+        lock_cutoff_seconds: 60,
+        reveal_cutoff_seconds: 600,
+        claim_window_seconds: 600,
+        pay_by_max_seconds: 120,
+        max_lock_seconds: 7200,
+        max_quote_life_seconds: 300,
+        taker_timeout_min_seconds: 900,
+      },
+      chains: EXAMPLE_CHAINS,
+      access: { mode: "open", captcha_site_key: "" },
+    },
+  ],
+})
 
 /** One entry of GET /v1/venues (the OpenAPI component "Venue"). */
 export const VenueBody = Schema.Struct({
@@ -73,7 +120,18 @@ export const VenueBody = Schema.Struct({
 }).annotations({ identifier: "Venue" })
 
 /** GET /v1/venues' body. */
-export const VenuesBody = Schema.Struct({ data: Schema.Array(VenueBody) })
+export const VenuesBody = Schema.Struct({ data: Schema.Array(VenueBody) }).annotations({
+  examples: [
+    {
+      data: EXAMPLE_CHAINS.map(({ venue, ...chain }) => ({
+        id: venue,
+        name: venue === "aster" ? "Aster (devnet)" : "Hyperliquid (devnet)",
+        kind: venue,
+        ...chain,
+      })),
+    },
+  ],
+})
 
 /** GET /v1/info without `server_time`: fixed for the process lifetime (the Info service builds it once). */
 export const infoFixed = ({ deployment, operator }: AppConfigShape) => {
