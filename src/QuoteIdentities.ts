@@ -160,7 +160,8 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
     ) {
       const lower = id.toLowerCase()
       if (caller._tag === "Credential") {
-        // Resolved and charged already (the Authentication middleware): the scope and the binding are checked here.
+        // A caller that resolved and charged the credential itself (not the lease route, whose mk_ bearer arrives
+        // as a CredentialToken): the scope and the binding are checked here.
         if (!caller.scopes.includes("quote")) {
           return yield* new Forbidden({ message: "this credential lacks the quote scope" })
         }

@@ -1,4 +1,5 @@
-import { expect, layer } from "@effect/vitest"
+import { OpenApi } from "@effect/platform"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { Api } from "../../src/Http/Api.ts"
@@ -170,7 +171,39 @@ const MATRIX: Record<string, { kind: Kind; path?: string; body?: unknown }> = {
   "GET /v1/trades/history": { kind: "public" },
 }
 
+/** What the OpenAPI document must declare for each kind (src/Http/ApiDocs.ts): as the route behaves. */
+const SECURITY: Record<Kind, ReadonlyArray<Record<string, ReadonlyArray<string>>> | "public"> = {
+  public: "public",
+  session: [{ session: [] }],
+  admin: [{ session: [] }],
+  lease: [{ session: [] }, { credential: ["quote"] }],
+  quoting: [{ session: [] }, { credential: ["quote"] }],
+  identity: [{ session: [] }, { credential: [] }],
+  reader: [{ session: [] }, { credential: ["read"] }],
+}
+
 const code = (res: { json: unknown }) => (res.json as { error?: { code: string } } | undefined)?.error?.code
+
+describe("auth matrix in the OpenAPI document", () => {
+  it("each route names the schemes it accepts: none when public, a session, a credential with its scopes", () => {
+    const spec = OpenApi.fromApi(Api) as unknown as {
+      paths: Record<string, Record<string, { security?: ReadonlyArray<Record<string, ReadonlyArray<string>>> }>>
+    }
+    const wrong = Object.entries(MATRIX).flatMap(([route, { kind }]) => {
+      const [method, path] = route.split(" ") as [string, string]
+      const operation = spec.paths[path.replace(/:([a-z_]+)/g, "{$1}")]?.[method.toLowerCase()]
+      if (operation === undefined) return [] // served outside the contract (documents, the stream)
+      const declared = operation.security ?? []
+      const expected = SECURITY[kind]
+      const ok =
+        expected === "public"
+          ? declared.length === 0 || declared.some((r) => Object.keys(r).length === 0)
+          : JSON.stringify(declared) === JSON.stringify(expected)
+      return ok ? [] : [`${route} (${kind}): ${JSON.stringify(declared)}`]
+    })
+    expect(wrong).toEqual([])
+  })
+})
 
 layer(Live, { timeout: "180 seconds", excludeTestServices: true })("auth matrix", (it) => {
   it.effect("every route is classified", () =>
