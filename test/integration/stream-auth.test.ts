@@ -162,7 +162,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: auth
             }
             const identities = [me.quote_identity_id]
             const credentials: Array<{ token: string; identityId: string }> = []
-            for (const scopes of [["read"], ["read", "quote"]]) {
+            for (const scopes of [["read"], ["read", "quote"]] as const) {
               const identity = yield* registerIdentity(base, token, fresh())
               const credential = yield* issueCredential(base, token, identity.id, scopes)
               identities.push(identity.id)

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { PrivateKeyAccount } from "viem/accounts"
+import { signIn as typedSignIn } from "../../src/Client/ApiClient.ts"
 import { rawRequest } from "./Http.ts"
 
 export const json = { "content-type": "application/json" }
@@ -9,14 +10,16 @@ export const post = (url: string, body: unknown, headers: Record<string, string>
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
-/** The browser's sign-in: ask for a challenge, personal_sign it exactly as given, verify. */
+/**
+ * The browser's sign-in through the typed client (src/Client/ApiClient.ts signIn): ask for a challenge,
+ * personal_sign it exactly as given, verify. A refusal dies with its code and message.
+ */
 export const signIn = (base: string, account: PrivateKeyAccount) =>
-  Effect.gen(function* () {
-    const challenge = yield* post(`${base}/v1/auth/challenge`, { address: account.address })
-    if (challenge.status !== 200) return yield* Effect.dieMessage(`challenge failed: ${challenge.text}`)
-    const { message, nonce } = challenge.json as { message: string; nonce: string }
-    const signature = yield* Effect.promise(() => account.signMessage({ message }))
-    const verified = yield* post(`${base}/v1/auth/verify`, { nonce, signature })
-    if (verified.status !== 200) return yield* Effect.dieMessage(`verify failed: ${verified.text}`)
-    return (verified.json as { token: string }).token
-  })
+  Effect.map(
+    typedSignIn(base, account).pipe(
+      Effect.catchAll((e) =>
+        Effect.dieMessage(e._tag === "ApiError" ? `sign-in failed: ${e.code} ${e.message}` : `sign-in: ${e.reason}`),
+      ),
+    ),
+    (session) => session.token,
+  )
