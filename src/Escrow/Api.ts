@@ -32,7 +32,7 @@ import {
   LEGACY_PAGE,
   MANAGED_CLOSE_REQUEST,
   MANAGED_ORDER_CLOSING,
-} from "./ApiExamples.ts"
+} from "./Examples.ts"
 
 /** Spec: Escrow order (entry of GET /v1/escrow, response of the close routes). */
 export const EscrowOrder = Schema.Struct({

@@ -32,7 +32,7 @@ import {
   ORDER_QUOTES_CANCELLED,
   ORDER_SIGNATURES_REQUEST,
   QUOTE_SET_REQUEST,
-} from "./ApiExamples.ts"
+} from "./Examples.ts"
 
 const Bytes32 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{64}$/), Schema.annotations({ identifier: "Bytes32" }))
 

@@ -8,7 +8,7 @@ import {
   TRADE_HISTORY_LIMIT_MAX,
 } from "../Domain/TradeCursor.ts"
 import { Forbidden, InvalidRequest, NotFound, Unauthorized } from "../Http/Errors.ts"
-import { RECENT_TRADES_ANSWER, TRADE_HISTORY } from "./ApiExamples.ts"
+import { RECENT_TRADES_ANSWER, TRADE_HISTORY } from "./Examples.ts"
 
 export const RecentTrade = Schema.Struct({
   id: Schema.String,

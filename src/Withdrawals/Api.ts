@@ -25,7 +25,7 @@ import {
   WITHDRAWAL_PREPARATION,
   WITHDRAWAL_QUEUED,
   WITHDRAWAL_RELAYED,
-} from "./ApiExamples.ts"
+} from "./Examples.ts"
 
 export const WithdrawalTarget = Schema.Literal("wallet", "signer").annotations({
   identifier: "WithdrawalTarget",

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI examples of Orders, Escrow, Withdrawals and Trades (src/<Concept>/ApiExamples.ts, issue 18 item 3)
+ * The OpenAPI examples of Orders, Escrow, Withdrawals and Trades (src/<Concept>/Examples.ts, issue 18 item 3)
  * stay what the routes would answer: every signature in them verifies against the typed data beside it, the typed
  * data is what the service's builders make of the terms, and the trade's proof passes the offline verifier.
  * (That each example decodes with its schema is held by test/integration/openapi-docs.test.ts: the generator drops
@@ -14,20 +14,16 @@ import { hashlockTree } from "../../src/Domain/Hashlocks.ts"
 import { verifyTradeProofV2 } from "../../src/Domain/TradeProof.ts"
 import { quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
-import { CLOSE_PREPARATION, CLOSE_REQUEST } from "../../src/Escrow/ApiExamples.ts"
+import { CLOSE_PREPARATION, CLOSE_REQUEST } from "../../src/Escrow/Examples.ts"
 import {
   ORDER_FUNDED,
   ORDER_PREPARATION_MARGIN,
   ORDER_PREPARATION_WALLET,
   ORDER_SIGNATURES_REQUEST,
   QUOTE_SET_REQUEST,
-} from "../../src/Orders/ApiExamples.ts"
-import { TRADE_HISTORY } from "../../src/Trades/ApiExamples.ts"
-import {
-  SUBMIT_WITHDRAWAL_REQUEST,
-  WITHDRAWAL_PREPARATION,
-  WITHDRAWAL_QUEUED,
-} from "../../src/Withdrawals/ApiExamples.ts"
+} from "../../src/Orders/Examples.ts"
+import { TRADE_HISTORY } from "../../src/Trades/Examples.ts"
+import { SUBMIT_WITHDRAWAL_REQUEST, WITHDRAWAL_PREPARATION, WITHDRAWAL_QUEUED } from "../../src/Withdrawals/Examples.ts"
 
 // biome-ignore lint/suspicious/noExplicitAny: wire typed data is JSON
 const typed = (value: unknown) => value as any
