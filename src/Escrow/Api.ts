@@ -253,4 +253,9 @@ export class EscrowApi extends HttpApiGroup.make("escrow")
       ),
   )
   .middleware(Authentication)
-  .annotate(OpenApi.Title, "Escrow") {}
+  .annotate(OpenApi.Title, "Escrow")
+  .annotate(
+    OpenApi.Description,
+    "What your linked addresses hold in the venues' escrows, and its closes: by the owner's signature, or by this " +
+      "service for the orders it operates; and the scan of retired escrow deployments.",
+  ) {}

@@ -47,23 +47,31 @@ export const ClientId = Schema.String.pipe(
   }),
 )
 
+/** Any JSON object, documented as one (the contract does not check its shape). */
+const JsonObject = (description: string) => Schema.Unknown.annotations({ jsonSchema: { type: "object", description } })
+
 /** One item an address signs (`to_sign` of an order and of a close). */
 export const SignItem = Schema.Struct({
   kind: Schema.String.annotations({
     description: "what it is: venue_transfer, fund_order or permit (an order); close_offer (a close)",
   }),
   signer: Schema.String.annotations({ description: "the address that must sign it (lowercase)" }),
-  typed_data: Schema.Unknown.annotations({
-    description:
-      "EIP-712 typed data {domain, types, primaryType, message}, integers as decimal strings: check it against " +
-      "your intent, then sign it as given with eth_signTypedData_v4",
-  }),
+  typed_data: JsonObject(
+    "EIP-712 typed data {domain, types, primaryType, message}, integers as decimal strings: check it against your " +
+      "intent, then sign it as given with eth_signTypedData_v4",
+  ),
 }).annotations({ identifier: "SignItem" })
 
 const QuoteSetView = Schema.Struct({
   sequence: Schema.Number,
   expires_at: Timestamp,
-  quotes: Schema.Unknown,
+  quotes: Schema.Unknown.annotations({
+    jsonSchema: {
+      type: "array",
+      items: { type: "object" },
+      description: "the quotes as published (addresses lowercase)",
+    },
+  }),
   signature: Schema.String,
   created_at: Timestamp,
   valid_until: Timestamp,
@@ -100,7 +108,12 @@ export const Order = Schema.Struct({
   received: Schema.String,
   last_sequence: Schema.NullOr(Schema.Number),
   quote_set: Schema.NullOr(QuoteSetView),
-  margin_move: Schema.NullOr(Schema.Unknown),
+  margin_move: Schema.NullOr(
+    JsonObject(
+      "the venue transfer funding the order from margin: {venue, amount, venue_ref (absent until acknowledged), " +
+        "state, error, at}",
+    ),
+  ),
   transactions: Schema.Array(TransactionView),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -329,4 +342,9 @@ export class OrdersApi extends HttpApiGroup.make("orders")
       .annotate(OpenApi.Override, acceptsCredential("quote")),
   )
   .middleware(Authentication)
-  .annotate(OpenApi.Title, "Orders") {}
+  .annotate(OpenApi.Title, "Orders")
+  .annotate(
+    OpenApi.Description,
+    "A maker's capital: create and fund an order on one venue's escrow, recover it by its client id, and publish " +
+      "or cancel the quote sets its quote signer signs.",
+  ) {}

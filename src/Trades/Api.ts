@@ -10,6 +10,11 @@ import {
 import { Forbidden, InvalidRequest, NotFound, Unauthorized } from "../Http/Errors.ts"
 import { RECENT_TRADES_ANSWER, TRADE_HISTORY } from "./Examples.ts"
 
+/** EIP-712 typed data in wire form, documented as an object (the proof's verifier checks it, not the schema). */
+const WireTypedData = Schema.Unknown.annotations({
+  jsonSchema: { type: "object", description: "EIP-712 typed data {domain, types, primaryType, message} in wire form" },
+})
+
 export const RecentTrade = Schema.Struct({
   id: Schema.String,
   /** The venue the taker paid on (amount_in is in its token's base units). */
@@ -30,13 +35,13 @@ const SettlementTransaction = Schema.Struct({
 export const TradeProofV1 = Schema.Struct({
   quote_set: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
     }),
   ),
   fill: Schema.Struct({
-    typed_data: Schema.Unknown,
+    typed_data: WireTypedData,
     signature: Schema.NullOr(Schema.String),
     signer: Schema.String,
     quote_index: Schema.Int,
@@ -57,7 +62,7 @@ export const TradeProofV2 = Schema.Struct({
   escrow_version: Schema.Literal(2),
   quote_set: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
       hashlock_index: Schema.Int,
@@ -65,7 +70,7 @@ export const TradeProofV2 = Schema.Struct({
     }),
   ),
   fill: Schema.Struct({
-    typed_data: Schema.Unknown,
+    typed_data: WireTypedData,
     signature: Schema.NullOr(Schema.String),
     signer: Schema.String,
     quote_index: Schema.Int,
@@ -73,7 +78,7 @@ export const TradeProofV2 = Schema.Struct({
   }),
   pay_authorization: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
     }),
@@ -179,4 +184,8 @@ export class TradesApi extends HttpApiGroup.make("trades")
       )
       .annotate(OpenApi.Override, { security: [{}, { session: [] }] }),
   )
-  .annotate(OpenApi.Title, "Trades") {}
+  .annotate(OpenApi.Title, "Trades")
+  .annotate(
+    OpenApi.Description,
+    "Public market data: settled fills between venues, each with a proof a third party checks offline.",
+  ) {}

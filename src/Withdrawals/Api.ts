@@ -77,7 +77,9 @@ export const WithdrawalPreparation = Schema.Struct({
   amount: Schema.String,
   to: WithdrawalTarget,
   destination: Schema.String,
-  typed_data: Schema.Unknown,
+  typed_data: Schema.Unknown.annotations({
+    jsonSchema: { type: "object", description: "the venue's EIP-712 typed data: sign it as given" },
+  }),
   expires_at: Timestamp,
 }).annotations({
   identifier: "WithdrawalPreparation",
@@ -205,4 +207,9 @@ export class WithdrawalsApi extends HttpApiGroup.make("withdrawals")
       ),
   )
   .middleware(Authentication)
-  .annotate(OpenApi.Title, "Withdrawals") {}
+  .annotate(OpenApi.Title, "Withdrawals")
+  .annotate(
+    OpenApi.Description,
+    "Transfers out of a linked venue account: the venue's typed data to sign, the signed transfer relayed once, " +
+      "and its state.",
+  ) {}
