@@ -8,6 +8,12 @@ import {
   TRADE_HISTORY_LIMIT_MAX,
 } from "../Domain/TradeCursor.ts"
 import { Forbidden, InvalidRequest, NotFound, Unauthorized } from "../Http/Errors.ts"
+import { RECENT_TRADES_ANSWER, TRADE_HISTORY } from "./Examples.ts"
+
+/** EIP-712 typed data in wire form, documented as an object (the proof's verifier checks it, not the schema). */
+const WireTypedData = Schema.Unknown.annotations({
+  jsonSchema: { type: "object", description: "EIP-712 typed data {domain, types, primaryType, message} in wire form" },
+})
 
 export const RecentTrade = Schema.Struct({
   id: Schema.String,
@@ -29,13 +35,13 @@ const SettlementTransaction = Schema.Struct({
 export const TradeProofV1 = Schema.Struct({
   quote_set: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
     }),
   ),
   fill: Schema.Struct({
-    typed_data: Schema.Unknown,
+    typed_data: WireTypedData,
     signature: Schema.NullOr(Schema.String),
     signer: Schema.String,
     quote_index: Schema.Int,
@@ -56,7 +62,7 @@ export const TradeProofV2 = Schema.Struct({
   escrow_version: Schema.Literal(2),
   quote_set: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
       hashlock_index: Schema.Int,
@@ -64,7 +70,7 @@ export const TradeProofV2 = Schema.Struct({
     }),
   ),
   fill: Schema.Struct({
-    typed_data: Schema.Unknown,
+    typed_data: WireTypedData,
     signature: Schema.NullOr(Schema.String),
     signer: Schema.String,
     quote_index: Schema.Int,
@@ -72,7 +78,7 @@ export const TradeProofV2 = Schema.Struct({
   }),
   pay_authorization: Schema.NullOr(
     Schema.Struct({
-      typed_data: Schema.Unknown,
+      typed_data: WireTypedData,
       signature: Schema.String,
       signer: Schema.String,
     }),
@@ -122,13 +128,21 @@ export class TradesApi extends HttpApiGroup.make("trades")
   .add(
     HttpApiEndpoint.get("recent", "/v1/trades")
       .setUrlParams(Schema.Struct({ a: VenueId, b: VenueId }))
-      .addSuccess(Schema.Struct({ a: Schema.String, b: Schema.String, trades: Schema.Array(RecentTrade) }))
+      .addSuccess(
+        Schema.Struct({ a: Schema.String, b: Schema.String, trades: Schema.Array(RecentTrade) }).annotations({
+          examples: [RECENT_TRADES_ANSWER],
+        }),
+      )
       .addError(InvalidRequest)
       .addError(NotFound)
+      .annotate(OpenApi.Summary, "Get a venue pair's recent trades")
       .annotate(
         OpenApi.Description,
-        `The last ${RECENT_TRADES} fills settled between venues a and b, in either direction, latest first. a and b ` +
-          "are required and must differ (400); a venue that is not configured answers 404.",
+        `The last ${RECENT_TRADES} fills settled between venues a and b, in either direction, latest first: from is ` +
+          "the venue the taker paid on, amount_in in base units of its token, amount_out in base units of the " +
+          "other venue's token. a and b are required and must differ (400 INVALID_REQUEST); a venue that is not " +
+          "configured answers 404 NOT_FOUND. Public: needs no token and ignores any. Answers x-event-cursor: " +
+          "replay `trade.settled` events after it.",
       ),
   )
   .add(
@@ -147,21 +161,31 @@ export class TradesApi extends HttpApiGroup.make("trades")
           data: Schema.Array(TradeHistoryItem),
           next_cursor: Schema.NullOr(Schema.String),
           has_more: Schema.Boolean,
-        }),
+        }).annotations({ examples: [TRADE_HISTORY] }),
       )
       .addError(InvalidRequest)
       .addError(Unauthorized)
       .addError(Forbidden)
       .addError(NotFound)
+      .annotate(OpenApi.Summary, "Page through settled trades with proofs")
       .annotate(
         OpenApi.Description,
         "Settled trades, newest first by settlement time and id, each with its proof (both signed agreements, the " +
-          "revealed secret and the settlement transactions). scope=all (default) is public; scope=mine needs a " +
-          "master session (401 without, 403 for a maker credential) and keeps trades where the account is the " +
-          "maker or the taker, before pagination. a and b together select one pair (either direction); one " +
-          "without the other is a 400. Follow next_cursor (opaque, at most 512 characters, valid only with the " +
-          "same scope, account, a and b) in `after` while has_more. Answers x-event-cursor: replay `trade.settled` " +
-          "events after it.",
-      ),
+          "revealed secret and the settlement transactions; a settlement-v2 trade also its hashlock proof, Fill " +
+          "digest and pay authorization) that a third party checks offline with an EIP-712 library. scope=all " +
+          "(default) is public and ignores any bearer; scope=mine needs a master session (401 UNAUTHORIZED " +
+          "without, or with an unknown, expired or revoked one; 403 FORBIDDEN for a maker credential) and keeps " +
+          "trades where the account is the maker or the taker, before pagination. a and b together select one " +
+          "pair (either direction); one without the other, or the same venue twice, is a 400; an unknown venue " +
+          `a 404. limit 1 to ${TRADE_HISTORY_LIMIT_MAX} (default ${TRADE_HISTORY_LIMIT_DEFAULT}). Follow ` +
+          `next_cursor (opaque, at most ${TRADE_CURSOR_MAX} characters, null on the last page, valid only with ` +
+          "the same scope, account, a and b, else 400) in `after` while has_more. Answers x-event-cursor: replay " +
+          "`trade.settled` events after it.",
+      )
+      .annotate(OpenApi.Override, { security: [{}, { session: [] }] }),
   )
-  .annotate(OpenApi.Title, "Trades") {}
+  .annotate(OpenApi.Title, "Trades")
+  .annotate(
+    OpenApi.Description,
+    "Public market data: settled fills between venues, each with a proof a third party checks offline.",
+  ) {}
