@@ -8,6 +8,8 @@
  *   the route declared, or an `ApiUnreachable` (the request never got an answer: network, timeout);
  * - **Retry-After**: a 429 (and a 503) is sent again after the service's Retry-After (or a short backoff), up to
  *   `retries` times, before it surfaces as a retryable ApiError;
+ * - **recovery by client ids**: `recoverable(call)` sends a request that carries the client's own id again when its
+ *   answer was lost, and `orderByClientId` finds an order by its id (spec "Recovery");
  * - **sign-in**: `signIn` runs SIWE (challenge → `personal_sign` of the message exactly as given → verify) with any
  *   viem account or wallet that can sign a message; `linkAccount` links a venue account (its message, or the
  *   venue's agent approval typed data).
@@ -16,7 +18,7 @@
  * still reaches server modules through src/Http/Security.ts, so a browser bundle needs that split first.
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
-import { Clock, Data, Duration, Effect, Option, ParseResult, Schema } from "effect"
+import { Clock, Data, Duration, Effect, Option, ParseResult, Schedule, Schema } from "effect"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
 import { Api } from "../Http/Api.ts"
 
@@ -119,14 +121,17 @@ export interface ApiClientOptions {
   readonly retries?: number | undefined
   /** Per request (default 15 s). */
   readonly timeout?: Duration.DurationInput | undefined
+  /** Wraps the HTTP client under everything else (a proxy, a header, a fault injected by a test). */
+  readonly transport?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
 
 /**
  * Every answer of status ≥ 400 as a ResponseError (decoded into an ApiError by `toApiFailure`), a 429 or 503 sent
  * again after its Retry-After first.
  */
-const transformClient = (options: ApiClientOptions) => (client: HttpClient.HttpClient) => {
+const transformClient = (options: ApiClientOptions) => (base: HttpClient.HttpClient) => {
   const retries = options.retries ?? 3
+  const client = options.transport === undefined ? base : options.transport(base)
   const authorized =
     options.bearer === undefined ? client : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(options.bearer))
   return HttpClient.transform(authorized, (effect, request) => {
@@ -170,6 +175,30 @@ export const request = <A, E, R>(call: Effect.Effect<A, E, R>): Effect.Effect<A,
  */
 export const makeApiClient = (baseUrl: string, options: ApiClientOptions = {}) =>
   makeRawClient(baseUrl.replace(/\/$/, ""), options).pipe(Effect.provide(FetchHttpClient.layer))
+
+/**
+ * Spec "Recovery": a request that carries the client's own id (`client_transfer_id`, `client_order_id`,
+ * `client_take_id`) is sent again, unchanged, when its answer was lost (ApiUnreachable) or the service answered a
+ * retryable failure: the same id and parameters answer the resource the lost attempt made (a transfer's repeat
+ * 200), or make it once. Only for such calls: a request without a client id must not be repeated blindly. At most
+ * `attempts` sends (default 5), 0.5 s doubling up to 8 s between them; a refusal (409 for other parameters, 422, …)
+ * ends it at once.
+ */
+export const recoverable = <A, R>(
+  send: Effect.Effect<A, ApiFailure, R>,
+  options: { readonly attempts?: number | undefined } = {},
+): Effect.Effect<A, ApiFailure, R> =>
+  Effect.retry(send, {
+    times: Math.max(0, (options.attempts ?? 5) - 1),
+    schedule: Schedule.exponential("500 millis").pipe(Schedule.union(Schedule.spaced("8 seconds"))),
+    while: (e) => e._tag === "ApiUnreachable" || e.retryable,
+  })
+
+/** An order by the client's own id (spec "Recovery": after a lost answer to POST /v1/orders), if it exists. */
+export const orderByClientId = (client: RawClient, clientOrderId: string) =>
+  Effect.map(request(client.orders.list({ urlParams: { client_order_id: clientOrderId } })), (page) =>
+    Option.fromNullable(page.data[0]),
+  )
 
 /** Anything that signs like a viem account or wallet client's account. */
 export interface MessageSigner {

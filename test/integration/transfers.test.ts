@@ -5,6 +5,8 @@
  * then the TransferDesk creates the take), idempotency by client_transfer_id, listing pages, cancel rules, bad
  * inputs answered with the envelope and nothing changed, and another master seeing nothing.
  */
+
+import { HttpClient, HttpClientError } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -13,6 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { pendingKeys as deskPending, stepTransferDesk } from "../../actors/TransferDesk.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { makeApiClient, recoverable, request } from "../../src/Client/ApiClient.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { account, sendCalls } from "../support/ChainDevnet.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -753,6 +756,56 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
         bearer(payer.token),
       )
       expect([tooMuch.status, code(tooMuch)]).toEqual([422, "INSUFFICIENT_BALANCE"])
+    }),
+  )
+
+  it.effect("the typed client recovers a lost answer by client_transfer_id: one intent, the repeat's 200", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { hl } = yield* WithdrawalDevnet
+      const payer = yield* hyperliquidAccount(base, hl!, 0n)
+      yield* mint(hl!, payer.address, 10n * USDC)
+      yield* seedMaker(hl!, 100n * USDC)
+      // The fault: the service answers the first POST, and the client never sees it (a connection lost after the
+      // request was sent). Every later answer gets through.
+      let sends = 0
+      const lossy = (client: HttpClient.HttpClient) =>
+        HttpClient.transform(client, (effect, request) =>
+          Effect.flatMap(effect, (response) =>
+            request.method === "POST" && sends++ === 0
+              ? Effect.fail(
+                  new HttpClientError.RequestError({ request, reason: "Transport", description: "connection reset" }),
+                )
+              : Effect.succeed(response),
+          ),
+        )
+      const client = yield* makeApiClient(base, { bearer: payer.token, transport: lossy })
+      const body = {
+        client_transfer_id: `lost-${crypto.randomUUID()}`,
+        from: "hyperliquid",
+        to: "aster",
+        amount_in: "2000000",
+        min_out: "1500000",
+        payer: payer.account.address,
+        recipient: payer.account.address,
+        max_parts: 2,
+      }
+      const lost = yield* request(client.transfers.create({ payload: body })).pipe(Effect.flip)
+      expect(lost._tag).toBe("ApiUnreachable")
+      // Sent again with the same client id: the intent the lost attempt made, not a second one.
+      const recovered = yield* recoverable(request(client.transfers.create({ payload: body })))
+      expect(recovered.client_transfer_id).toBe(body.client_transfer_id)
+      const rows = yield* sql<{ id: string }>`
+        select id from transfers where client_transfer_id = ${body.client_transfer_id}`
+      expect(rows.map((r) => r.id)).toEqual([recovered.id])
+      expect(sends).toBe(2)
+      // A refusal is not retried: other parameters under the same id answer 409 at once.
+      const conflict = yield* recoverable(
+        request(client.transfers.create({ payload: { ...body, amount_in: "3000000" } })),
+      ).pipe(Effect.flip)
+      expect(conflict).toMatchObject({ _tag: "ApiError", status: 409, code: "STATE_CONFLICT" })
+      expect(sends).toBe(3)
     }),
   )
 })
