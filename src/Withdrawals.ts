@@ -8,15 +8,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Option, Redacted } from "effect"
-import type { Hex } from "viem"
 import { VenueAdaptersLive } from "./Accounts/VenueAdaptersLive.ts"
 import { callEntity } from "./Cluster/EntityCall.ts"
 import { AppConfig } from "./Config.ts"
 import { InvalidRequest, NotFound, SignatureInvalid } from "./Domain/Errors.ts"
 import { toRfc3339 } from "./Domain/Primitives.ts"
-import { canonicalSignature } from "./Domain/Signature.ts"
-import { shapeFailure } from "./Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "./Domain/Siwe.ts"
+import { eoaSignature } from "./Domain/SignatureFailure.ts"
 import type { WithdrawalTarget } from "./Domain/Withdrawal.ts"
 import { decodeHistoryCursor, encodeHistoryCursor, historyCursorKey } from "./Domain/WithdrawalCursor.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "./Domain/WithdrawalTypedData.ts"
@@ -100,8 +97,10 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
     const submit = Effect.fn("Withdrawals.submit")(function* (master: string, input: SubmitInput) {
       yield* run(linkedAccountOn(master, input.venue))
       // Shape first (65 bytes, v, low s): nothing is looked up for a signature no venue would accept.
-      yield* checkSignatureShape(input.signature).pipe(Effect.catchAll(shapeFailure))
-      const signature = Either.getOrThrow(canonicalSignature(input.signature as Hex))
+      const signature = yield* eoaSignature(
+        input.signature,
+        "the withdrawal must be the linked address's own 65-byte signature: the venue accepts no contract signature",
+      )
       const digest = digestOfUntrusted(input.typedData)
       if (Either.isLeft(digest)) return yield* new InvalidRequest({ message: `${NOT_PREPARED} (${digest.left})` })
       const found = yield* run(findPreparationByDigest(digest.right)).pipe(Effect.orDie)

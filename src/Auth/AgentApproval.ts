@@ -11,8 +11,8 @@
  * acknowledgement lets the caller save the agent and link the account with the approval's expiry.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, Option } from "effect"
-import type { Address, Hex } from "viem"
+import { Clock, Effect, Option } from "effect"
+import type { Address } from "viem"
 import { ensureAccount } from "../Accounts/Repo.ts"
 import {
   type AgentKeyring,
@@ -26,9 +26,7 @@ import {
 import type { DeploymentConfig, VenueConfig } from "../Config.ts"
 import { ChallengeExpired, SignatureInvalid, StateConflict, VenueRefused, VenueUnavailable } from "../Domain/Errors.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
-import { canonicalSignature } from "../Domain/Signature.ts"
-import { shapeFailure } from "../Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { eoaSignature } from "../Domain/SignatureFailure.ts"
 import { type TypedDataObject, typedDataDigest } from "../Domain/TypedData.ts"
 import { recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomBase64Url, randomUuid, sha256 } from "../SecureRandom.ts"
@@ -112,13 +110,10 @@ export const confirmAgentApproval = (p: {
   readonly signature: string
 }) =>
   Effect.gen(function* () {
-    const shape = yield* checkSignatureShape(p.signature).pipe(Effect.catchAll(shapeFailure))
-    if (shape !== "eoa") {
-      return yield* new SignatureInvalid({
-        message: "the venue accepts only an EOA's 65-byte signature of its approval",
-      })
-    }
-    const signature = Either.getOrThrow(canonicalSignature(p.signature as Hex))
+    const signature = yield* eoaSignature(
+      p.signature,
+      "the venue accepts only an EOA's 65-byte signature of its approval",
+    )
     const typedData = p.typedData as TypedDataObject
     const signer = yield* recoverDigestSigner(typedDataDigest(typedData), signature)
     if (signer !== p.user.toLowerCase()) {

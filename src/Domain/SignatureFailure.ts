@@ -1,6 +1,8 @@
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
+import type { Hex } from "viem"
 import { ChainUnavailable, SignatureInvalid, SignatureMalformed, type SignatureMalleable } from "./Errors.ts"
-import type { SiweChainUnavailable, SiweError } from "./Siwe.ts"
+import { canonicalSignature } from "./Signature.ts"
+import { checkSignatureShape, type SiweChainUnavailable, type SiweError } from "./Siwe.ts"
 
 /**
  * The boundary for sign-in checks: each verdict is already an error of the catalogue and passes as
@@ -37,3 +39,16 @@ export const shapeFailure = (e: SiweError): Effect.Effect<never, SignatureMalfor
   e._tag === "SignatureMalleable" || e._tag === "SignatureMalformed"
     ? Effect.fail(e)
     : Effect.fail(new SignatureMalformed({ message: e.message }))
+
+/**
+ * A signature only an account's key can give (a venue's typed data, the escrow's payer signatures): 65 bytes, low s,
+ * as its canonical form (v 27/28, lowercase). Malformed or malleable as the shape check says; a contract's longer
+ * signature (ERC-1271), which these verifiers never accept, is SIGNATURE_INVALID with `why`.
+ */
+export const eoaSignature = (signature: string, why: string) =>
+  Effect.gen(function* () {
+    const shape = yield* checkSignatureShape(signature).pipe(Effect.catchAll(shapeFailure))
+    const canonical = canonicalSignature(signature as Hex)
+    if (shape !== "eoa" || Either.isLeft(canonical)) return yield* new SignatureInvalid({ message: why })
+    return canonical.right
+  })

@@ -248,8 +248,9 @@ export const markFailed = (id: string, from: OrderState, error: string, nowMs: n
 
 /**
  * Settles `funding` orders from chain facts: funded once the order's escrow index (finalized) holds the
- * order (v1 by order id, v2 by owner and order id), failed when the fund transaction reverted. Each
- * transition is journaled once.
+ * order (v1 by order id, v2 by owner and order id) and the relayer has seen its fund transaction final too (the
+ * two are read apart; a funded order never shows its fund as only `included`), failed when the fund transaction
+ * reverted. Each transition is journaled once; both facts wake the order's funding entity.
  */
 export const settleFundingOrders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -265,6 +266,9 @@ export const settleFundingOrders = (nowMs: number, orderId?: string) =>
             or (o.escrow_version = 2 and exists (
               select 1 from escrow_v2_orders e
               where e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id)))
+          and not exists (
+            select 1 from relayer_requests r
+            where r.idempotency_key = 'fund:' || o.id and r.status in ('queued', 'pending', 'included'))
           returning o.id, o.master, o.quote_identity_id`
         const failed = yield* sql<{ id: string; master: string; quote_identity_id: string; error: string }>`
           update orders o set state = 'failed', updated_at = ${now},

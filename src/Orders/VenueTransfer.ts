@@ -3,9 +3,8 @@
  * chain, prepared at creation as a venue withdrawal "to signer"), once the owner signed it.
  */
 import { Clock, Effect, Either, Option } from "effect"
-import type { Hex } from "viem"
 import { ChallengeExpired, NotFound, SignatureInvalid, WithdrawalPending } from "../Domain/Errors.ts"
-import { canonicalSignature } from "../Domain/Signature.ts"
+import { eoaSignature } from "../Domain/SignatureFailure.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "../Domain/WithdrawalTypedData.ts"
 import { randomUuid } from "../SecureRandom.ts"
 import { withdrawalDeskId } from "../Withdrawals/Desk.ts"
@@ -30,7 +29,10 @@ export const queueVenueTransfer = (
   Effect.gen(function* () {
     const digest = digestOfUntrusted(item.typed_data)
     if (Either.isLeft(digest)) return yield* Effect.dieMessage(`stored venue_transfer does not hash: ${digest.left}`)
-    const signature = Either.getOrThrow(canonicalSignature(signatureInput as Hex))
+    const signature = yield* eoaSignature(
+      signatureInput,
+      "the venue_transfer must be the owner's own 65-byte signature: the venue accepts no contract signature",
+    )
     const signer = yield* recoverDigestSigner(digest.right, signature)
     if (signer !== order.owner_address) {
       return yield* new SignatureInvalid({ message: "the venue_transfer is not signed by the owner" })

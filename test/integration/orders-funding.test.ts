@@ -322,63 +322,71 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
     }),
   )
 
-  it.effect("venue_transfer signature missing or not the owner's: 422 SIGNATURE_INVALID, nothing changed", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const sim = yield* Simulator
-      const { owner, token, identity } = yield* marginOwner(base, 0n, 50n * USDC)
-      const prepared = yield* createOrder(base, token, owner, identity.id, "margin-bad")
-      expect(prepared.to_sign.map((i) => i.kind)).toEqual(["venue_transfer", "fund_order", "permit"])
-      expect(prepared.to_sign[0]!.typed_data.message).toMatchObject({ amount: "7" })
-      const fund_order = yield* signItem(owner, prepared, "fund_order")
-      const permit = yield* signItem(owner, prepared, "permit")
-      const stranger = privateKeyToAccount(generatePrivateKey())
-      const cases = [
-        { fund_order, permit },
-        { fund_order, permit, venue_transfer: yield* signItem(stranger, prepared, "venue_transfer") },
-        // The owner's signature of another item is not a signature of the transfer.
-        { fund_order, permit, venue_transfer: fund_order },
-      ]
-      for (const body of cases) {
-        const res = yield* post(`${base}/v1/orders/${prepared.order.id}/signatures`, body, bearer(token))
-        expect(res.status, res.text).toBe(422)
-        expect((res.json as { error: { code: string } }).error.code).toBe("SIGNATURE_INVALID")
-      }
-      // A good transfer signature with a bad fund signature changes nothing either.
-      const badFund = yield* post(
-        `${base}/v1/orders/${prepared.order.id}/signatures`,
-        { fund_order: permit, permit, venue_transfer: yield* signItem(owner, prepared, "venue_transfer") },
-        bearer(token),
-      )
-      expect([badFund.status, (badFund.json as { error: { code: string } }).error.code]).toEqual([
-        422,
-        "SIGNATURE_INVALID",
-      ])
-      const order = yield* orderOf(base, token, prepared.order.id)
-      expect(order).toMatchObject({ state: "preparing", margin_move: null })
-      const history = yield* rawRequest(`${base}/v1/withdrawals/history`, { headers: bearer(token) })
-      expect((history.json as { data: Array<unknown> }).data).toEqual([])
-      expect(sim.control.balance(owner.address)).toBe(50n * USDC)
-      // A margin short of the shortfall: no order, 422 INSUFFICIENT_BALANCE.
-      const short = yield* post(
-        `${base}/v1/orders`,
-        {
-          client_order_id: "margin-short",
-          venue: "hyperliquid",
-          receive_venue: "aster",
-          owner_address: owner.address,
-          amount: "60000000",
-          quote_identity_id: identity.id,
-        },
-        bearer(token),
-      )
-      expect([short.status, (short.json as { error: { code: string } }).error.code]).toEqual([
-        422,
-        "INSUFFICIENT_BALANCE",
-      ])
-      const none = yield* rawRequest(`${base}/v1/orders?client_order_id=margin-short`, { headers: bearer(token) })
-      expect((none.json as { data: Array<unknown> }).data).toEqual([])
-    }),
+  it.effect(
+    "venue_transfer signature missing, not the owner's or a contract's: 422 SIGNATURE_INVALID, nothing changed",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sim = yield* Simulator
+        const { owner, token, identity } = yield* marginOwner(base, 0n, 50n * USDC)
+        const prepared = yield* createOrder(base, token, owner, identity.id, "margin-bad")
+        expect(prepared.to_sign.map((i) => i.kind)).toEqual(["venue_transfer", "fund_order", "permit"])
+        expect(prepared.to_sign[0]!.typed_data.message).toMatchObject({ amount: "7" })
+        const fund_order = yield* signItem(owner, prepared, "fund_order")
+        const permit = yield* signItem(owner, prepared, "permit")
+        const stranger = privateKeyToAccount(generatePrivateKey())
+        const cases = [
+          { fund_order, permit },
+          { fund_order, permit, venue_transfer: yield* signItem(stranger, prepared, "venue_transfer") },
+          // The owner's signature of another item is not a signature of the transfer.
+          { fund_order, permit, venue_transfer: fund_order },
+          // A contract's longer signature (ERC-1271 shape): the venue takes only its owner's own key (was a 500).
+          {
+            fund_order,
+            permit,
+            venue_transfer: `${yield* signItem(owner, prepared, "venue_transfer")}${"ab".repeat(33)}`,
+          },
+        ]
+        for (const body of cases) {
+          const res = yield* post(`${base}/v1/orders/${prepared.order.id}/signatures`, body, bearer(token))
+          expect(res.status, res.text).toBe(422)
+          expect((res.json as { error: { code: string } }).error.code).toBe("SIGNATURE_INVALID")
+        }
+        // A good transfer signature with a bad fund signature changes nothing either.
+        const badFund = yield* post(
+          `${base}/v1/orders/${prepared.order.id}/signatures`,
+          { fund_order: permit, permit, venue_transfer: yield* signItem(owner, prepared, "venue_transfer") },
+          bearer(token),
+        )
+        expect([badFund.status, (badFund.json as { error: { code: string } }).error.code]).toEqual([
+          422,
+          "SIGNATURE_INVALID",
+        ])
+        const order = yield* orderOf(base, token, prepared.order.id)
+        expect(order).toMatchObject({ state: "preparing", margin_move: null })
+        const history = yield* rawRequest(`${base}/v1/withdrawals/history`, { headers: bearer(token) })
+        expect((history.json as { data: Array<unknown> }).data).toEqual([])
+        expect(sim.control.balance(owner.address)).toBe(50n * USDC)
+        // A margin short of the shortfall: no order, 422 INSUFFICIENT_BALANCE.
+        const short = yield* post(
+          `${base}/v1/orders`,
+          {
+            client_order_id: "margin-short",
+            venue: "hyperliquid",
+            receive_venue: "aster",
+            owner_address: owner.address,
+            amount: "60000000",
+            quote_identity_id: identity.id,
+          },
+          bearer(token),
+        )
+        expect([short.status, (short.json as { error: { code: string } }).error.code]).toEqual([
+          422,
+          "INSUFFICIENT_BALANCE",
+        ])
+        const none = yield* rawRequest(`${base}/v1/orders?client_order_id=margin-short`, { headers: bearer(token) })
+        expect((none.json as { data: Array<unknown> }).data).toEqual([])
+      }),
   )
 
   it.effect("a venue transfer the venue refuses fails the order with the venue's error; fund is never sent", () =>
