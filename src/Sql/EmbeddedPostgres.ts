@@ -53,6 +53,8 @@ export interface EmbeddedPostgresOptions {
    * first it can reach) for the first two, /var/tmp for relocated data (kept across reboots).
    */
   readonly scratchDir?: string | undefined
+  /** Load pg_stat_statements (statement counts per query; the benches' per-unit cost). Default off. */
+  readonly statementStats?: boolean | undefined
 }
 
 export interface EmbeddedPostgresInstance {
@@ -153,6 +155,7 @@ const startServer = (
   port: number,
   as: RunAs | undefined,
   persistent: boolean,
+  statementStats: boolean,
 ): Effect.Effect<ChildProcess, EmbeddedPostgresError | PortTaken> => {
   const log = logTail()
   const failed = (why: string): EmbeddedPostgresError | PortTaken => {
@@ -175,6 +178,7 @@ const startServer = (
         "-c",
         "unix_socket_directories=",
         ...(persistent ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+        ...(statementStats ? ["-c", "shared_preload_libraries=pg_stat_statements"] : []),
       ],
       as,
     )
@@ -221,7 +225,7 @@ export const startEmbeddedPostgresInstance = (
     const ports = options.ports ?? freePort
     const child = yield* Effect.acquireRelease(
       Effect.flatMap(ports.pipe(Effect.mapError((cause) => failure("start", "no free loopback port", cause))), (port) =>
-        Effect.map(startServer(binaries, place.dataDir, port, as, persistent), (child) => ({ child, port })),
+        Effect.map(startServer(binaries, place.dataDir, port, as, persistent, options.statementStats === true), (child) => ({ child, port })),
       ).pipe(
         Effect.retry({ schedule: Schedule.recurs(4), while: (e) => e._tag === "PortTaken" }),
         Effect.catchTag("PortTaken", (e) =>

@@ -7,14 +7,16 @@ import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
  * A throw-away PostgreSQL for tests (each concept's `Test` layer runs on it):
  * - DATABASE_URL set: a fresh database created in that server, dropped afterwards;
  * - TEST_POSTGRES=container: a testcontainers PostgreSQL (needs a Docker engine);
- * - otherwise: an embedded PostgreSQL in a temporary directory.
+ * - otherwise: an embedded PostgreSQL in a temporary directory; BENCH_STATEMENT_STATS=true loads pg_stat_statements
+ *   in it (the benches count statements per unit of work, test/bench/Cost.ts).
  */
 export const testDatabaseUrl: Effect.Effect<Redacted.Redacted<string>, never, Scope.Scope> = Effect.gen(function* () {
   const server = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(Effect.orDie)
   if (Option.isSome(server)) return yield* freshDatabaseIn(server.value)
   const mode = yield* Config.string("TEST_POSTGRES").pipe(Config.withDefault("embedded"), Effect.orDie)
   if (mode === "container") return yield* containerDatabase
-  return yield* startEmbeddedPostgres().pipe(Effect.orDie)
+  const statementStats = yield* Config.boolean("BENCH_STATEMENT_STATS").pipe(Config.withDefault(false), Effect.orDie)
+  return yield* startEmbeddedPostgres({ statementStats }).pipe(Effect.orDie)
 })
 
 const freshDatabaseIn = (serverUrl: Redacted.Redacted<string>) =>

@@ -36,6 +36,8 @@ if (unknown.length > 0) {
 const benches = RUNS.filter((r) => chosen.length === 0 || chosen.includes(r.name))
 
 const rows: Array<SummaryRow | { bench: string; failed: number }> = []
+/** Each bench's size sweeps (test/bench/Cost.ts printSweep), kept in the JSON beside the rows. */
+const sweeps: Array<{ sweep: string; rows: ReadonlyArray<Record<string, string | number>> }> = []
 const started = new Date()
 for (const [i, { name, file: script, env }] of benches.entries()) {
   const file = join(tmpdir(), `bench-rows-${process.pid}-${i}.jsonl`)
@@ -51,21 +53,25 @@ for (const [i, { name, file: script, env }] of benches.entries()) {
   const t0 = performance.now()
   const run = spawnSync(process.execPath, ["--import", "tsx", join(here, script)], {
     stdio: "inherit",
-    env: { ...process.env, ...env, BENCH_SUMMARY_FILE: file },
+    // pg_stat_statements in the benches' embedded PostgreSQL: statements per unit (Cost.ts).
+    env: { BENCH_STATEMENT_STATS: "true", ...process.env, ...env, BENCH_SUMMARY_FILE: file },
   })
   const seconds = (performance.now() - t0) / 1000
   console.log(`=== ${label} ended in ${seconds.toFixed(0)} s, exit ${run.status ?? run.signal} ===`)
-  let reported: SummaryRow[] = []
+  let reported: Array<SummaryRow | (typeof sweeps)[number]> = []
   try {
     reported = readFileSync(file, "utf8")
       .split("\n")
       .filter((l) => l !== "")
-      .map((l) => JSON.parse(l) as SummaryRow)
+      .map((l) => JSON.parse(l) as SummaryRow | (typeof sweeps)[number])
   } catch {
     // no rows: the bench failed before reporting
   }
   rmSync(file, { force: true })
-  rows.push(...reported)
+  for (const r of reported) {
+    if ("sweep" in r) sweeps.push(r)
+    else rows.push(r)
+  }
   if (run.status !== 0) rows.push({ bench: label, failed: run.status ?? -1 })
 }
 
@@ -98,7 +104,7 @@ mkdirSync(out, { recursive: true })
 const path = join(out, `bench-${started.toISOString().replace(/[:.]/g, "-")}.json`)
 writeFileSync(
   path,
-  `${JSON.stringify({ started: started.toISOString(), cores: cpus().length, node: process.version, rows }, null, 2)}\n`,
+  `${JSON.stringify({ started: started.toISOString(), cores: cpus().length, node: process.version, rows, sweeps }, null, 2)}\n`,
 )
 console.log(`written: ${path}`)
 process.exit(rows.some((r) => "failed" in r) ? 1 : 0)

@@ -1,0 +1,123 @@
+import { appendFileSync, readdirSync, readFileSync } from "node:fs"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * Per-unit cost of a bench phase (issue 21 item 2): CPU milliseconds of this process and every process it started
+ * (the service, clients, the embedded PostgreSQL and its backends; Linux /proc) and the database statements run
+ * (pg_stat_statements, loaded when BENCH_STATEMENT_STATS=true: test/bench/run.ts sets it). Divide by the units done
+ * (fills, renewals, delivered events, indexed events) so a growth worse than linear shows across a size sweep.
+ *
+ *   const cost = yield* costMeter
+ *   const before = yield* cost.snapshot
+ *   … the phase …
+ *   const per = yield* cost.perUnit(before, unitsDone)   // { cpuMs, statements }
+ */
+export interface CostSnapshot {
+  readonly cpuMs: number
+  /** null when pg_stat_statements is not loaded. */
+  readonly statements: number | null
+}
+
+export interface PerUnit {
+  readonly cpuMs: number
+  readonly statements: number | null
+}
+
+const TICK_MS = 10 // USER_HZ is 100 on Linux
+
+/** utime + stime of a process (ms) and, for the root, what its reaped children used (cutime + cstime). */
+const readStat = (pid: number): { ppid: number; own: number; reaped: number } | null => {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the command name, which may hold spaces and parentheses: split after the last ')'.
+    const f = text.slice(text.lastIndexOf(")") + 2).split(" ")
+    return {
+      ppid: Number(f[1]),
+      own: (Number(f[11]) + Number(f[12])) * TICK_MS,
+      reaped: (Number(f[13]) + Number(f[14])) * TICK_MS,
+    }
+  } catch {
+    return null // gone, or not Linux
+  }
+}
+
+/** CPU ms of `root` and all its live descendants, plus the children it already reaped. */
+export const treeCpuMs = (root: number = process.pid): number => {
+  const stats = new Map<number, { ppid: number; own: number; reaped: number }>()
+  let pids: Array<string> = []
+  try {
+    pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d))
+  } catch {
+    const u = process.cpuUsage()
+    return (u.user + u.system) / 1000
+  }
+  for (const p of pids) {
+    const s = readStat(Number(p))
+    if (s !== null) stats.set(Number(p), s)
+  }
+  const children = new Map<number, Array<number>>()
+  for (const [pid, s] of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pid])
+  let total = 0
+  const stack = [root]
+  while (stack.length > 0) {
+    const pid = stack.pop()!
+    const s = stats.get(pid)
+    if (s === undefined) continue
+    total += s.own + s.reaped
+    stack.push(...(children.get(pid) ?? []))
+  }
+  return total
+}
+
+const statementCount = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    yield* sql`create extension if not exists pg_stat_statements`
+    const [row] = yield* sql<{ calls: string | null }>`
+      select sum(calls)::text as calls from pg_stat_statements where query not like '%pg_stat_statements%'`
+    return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls)
+  }).pipe(Effect.orElseSucceed(() => null))
+
+export const costMeter = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const snapshot: Effect.Effect<CostSnapshot> = Effect.map(statementCount(sql), (statements) => ({
+    cpuMs: treeCpuMs(),
+    statements,
+  }))
+  const perUnit = (before: CostSnapshot, units: number): Effect.Effect<PerUnit> =>
+    Effect.map(snapshot, (after) => {
+      const n = Math.max(1, units)
+      return {
+        cpuMs: (after.cpuMs - before.cpuMs) / n,
+        statements:
+          after.statements === null || before.statements === null
+            ? null
+            : // the snapshot's own two statements are excluded by the filter; the rest is the phase's
+              (after.statements - before.statements) / n,
+      }
+    })
+  return { snapshot, perUnit }
+})
+
+/** "1.23 ms CPU, 4.0 statements" per unit, for a sweep table. */
+export const showPerUnit = (p: PerUnit) =>
+  `${p.cpuMs.toFixed(2)} ms CPU, ${p.statements === null ? "n/a" : p.statements.toFixed(1)} statements`
+
+/**
+ * One size sweep as one table (issue 21 item 2): a row per size with its figures and per-unit cost, so a growth
+ * worse than linear shows as a rising per-unit column. Printed, and kept in the run's JSON by run.ts (SWEEP lines).
+ */
+export const printSweep = (title: string, rows: ReadonlyArray<Readonly<Record<string, string | number>>>): void => {
+  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
+  const cell = (v: string | number | undefined) =>
+    v === undefined ? "" : typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en-US") : v.toFixed(2)) : v
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ")
+  console.log(`\n${title}`)
+  console.log(line(columns))
+  console.log(line(widths.map((w) => "-".repeat(w))))
+  for (const r of rows) console.log(line(columns.map((c) => cell(r[c]))))
+  console.log(`SWEEP ${JSON.stringify({ title, rows })}`)
+  const file = process.env.BENCH_SUMMARY_FILE
+  if (file !== undefined && file !== "") appendFileSync(file, `${JSON.stringify({ sweep: title, rows })}\n`)
+}
