@@ -13,6 +13,13 @@ import { SqlTest } from "./Sql/TestDatabase.ts"
 
 export type { AccessLevel } from "./Access/Repo.ts"
 
+/**
+ * The beta gate as a commitment's service runs it (spec: access is needed for new commitments only): after a
+ * repeat of an earlier request is answered and before anything new is accepted. The route passes its guard
+ * (src/Http/Guards.ts requireAccess).
+ */
+export type AccessGate<R> = Effect.Effect<void, AccessRequired, R>
+
 /** A new account's access: `granted` when the deployment is open, else `required` until an admin grants it. */
 export const initialAccess = (deployment: DeploymentConfig): "granted" | "required" =>
   deployment.access.mode === "open" ? "granted" : "required"

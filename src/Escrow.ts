@@ -9,9 +9,11 @@
  * pending) is answered from the closes table before any message is sent, so only a new intent becomes a persisted
  * message. src/Escrow/Http.ts authenticates and serves these.
  */
+
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Redacted } from "effect"
 import { type Address, type Hex, recoverTypedDataAddress } from "viem"
+import type { AccessGate } from "./Access.ts"
 import { findLinkedAccount, listLinkedAccounts } from "./Accounts/LinkedAccounts.ts"
 import { closeOfferOn, closeWithSigCall, operatorCloseCall, orderEscrow, venueEscrows } from "./Chain/OrderEscrow.ts"
 import { callEntity } from "./Cluster/EntityCall.ts"
@@ -25,7 +27,6 @@ import {
   ZERO_ADDRESS,
 } from "./Domain/Close.ts"
 import {
-  type AccessRequired,
   BelowMinimum,
   ChainUnavailable,
   ChallengeExpired,
@@ -68,12 +69,6 @@ export interface SignedClose {
   /** 65 bytes r‖s‖v, hex. */
   readonly signature: string
 }
-
-/**
- * The beta gate (spec: access must be granted), run where the close rules place it: after a repeat is answered
- * and before anything new is accepted. The route passes its guard (src/Http/Guards.ts requireAccess).
- */
-export type AccessGate<R> = Effect.Effect<void, AccessRequired, R>
 
 export class Escrow extends Effect.Service<Escrow>()("Escrow", {
   effect: Effect.gen(function* () {

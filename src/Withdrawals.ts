@@ -8,6 +8,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Option, Redacted } from "effect"
+import type { AccessGate } from "./Access.ts"
 import { VenueAdaptersLive } from "./Accounts/VenueAdaptersLive.ts"
 import { callEntity } from "./Cluster/EntityCall.ts"
 import { AppConfig } from "./Config.ts"
@@ -90,11 +91,16 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
     /**
      * Queues a signed preparation of the master's: the typed data must be one prepared for this account (found
      * by its digest), for these venue, amount and target, signed by the linked address with a low-s signature.
-     * The same preparation again answers the withdrawal it made, whatever happened since, without a message; a
+     * The same preparation again answers the withdrawal it made, whatever happened since (access too: a repeat is
+     * no new commitment), without a message; otherwise `access` runs, and a
      * new one is the desk's persisted `Submit`, which queues it in one transaction and answers (or refuses:
      * expired, unlinked, another withdrawal open). A desk that does not answer in time is a retryable 503.
      */
-    const submit = Effect.fn("Withdrawals.submit")(function* (master: string, input: SubmitInput) {
+    const submit = Effect.fn("Withdrawals.submit")(function* <R>(
+      master: string,
+      input: SubmitInput,
+      access: AccessGate<R>,
+    ) {
       yield* run(linkedAccountOn(master, input.venue))
       // Shape first (65 bytes, v, low s): nothing is looked up for a signature no venue would accept.
       const signature = yield* eoaSignature(
@@ -122,6 +128,7 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
       // The same preparation submitted again (a lost response): the withdrawal it made, whatever happened since.
       const made = yield* run(withdrawalOfPreparation(prep.id)).pipe(Effect.orDie)
       if (Option.isSome(made)) return withdrawalView(made.value)
+      yield* access
       // A new intent: the account's desk queues it in one transaction and answers.
       const accepted = yield* callEntity(
         desks(withdrawalDeskId(prep.venue, prep.address)).Submit({

@@ -162,7 +162,7 @@ export class WithdrawalsApi extends HttpApiGroup.make("withdrawals")
           "answers the same withdrawal, whatever happened since. Refused for a new one: the preparation expired " +
           "(422 CHALLENGE_EXPIRED: prepare again), another withdrawal of the account open (409 " +
           "WITHDRAWAL_PENDING), the account unlinked (404). Never sign a new transfer to work around an unknown. " +
-          "Session only; access granted (403 ACCESS_REQUIRED, checked on a repeat too).",
+          "Session only; a new withdrawal needs access granted (403 ACCESS_REQUIRED); a repeat does not.",
       ),
   )
   .add(

@@ -6,7 +6,10 @@ import { requireAccess, requireSession } from "../Http/Guards.ts"
 import { snapshotCursor } from "../Stream/SnapshotCursor.ts"
 import { Withdrawals } from "../Withdrawals.ts"
 
-/** The withdrawal routes: a master session (access granted to prepare and submit), then the Withdrawals service. */
+/**
+ * The withdrawal routes: a master session (access granted to prepare, and to submit anything but a repeat), then the
+ * Withdrawals service.
+ */
 export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (handlers) =>
   Effect.gen(function* () {
     const withdrawals = yield* Withdrawals
@@ -26,14 +29,18 @@ export const WithdrawalsHandlers = HttpApiBuilder.group(Api, "withdrawals", (han
       .handle("submit", ({ payload }) =>
         Effect.gen(function* () {
           const session = yield* requireSession
-          yield* requireAccess(session.master)
-          return yield* withdrawals.submit(session.master, {
-            venue: payload.venue,
-            amount: BigInt(payload.amount),
-            to: payload.to,
-            typedData: payload.typed_data,
-            signature: payload.signature,
-          })
+          // Access after a repeat is answered: the same signed preparation again is no new commitment.
+          return yield* withdrawals.submit(
+            session.master,
+            {
+              venue: payload.venue,
+              amount: BigInt(payload.amount),
+              to: payload.to,
+              typedData: payload.typed_data,
+              signature: payload.signature,
+            },
+            requireAccess(session.master),
+          )
         }),
       )
       .handle("get", ({ path }) =>

@@ -17,6 +17,7 @@ import { insertLinkedAccount } from "../../src/Accounts/LinkedAccounts.ts"
 import { ensureAccount } from "../../src/Accounts/Repo.ts"
 import { VenueAdaptersLive } from "../../src/Accounts/VenueAdaptersLive.ts"
 import { Supervision } from "../../src/Cluster/Supervision.ts"
+import { AccessRequired } from "../../src/Domain/Errors.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { SqlTest } from "../../src/Sql/TestDatabase.ts"
 import { Withdrawals } from "../../src/Withdrawals.ts"
@@ -133,7 +134,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Withdrawals 
         signature,
       } as const
       const submit = (m: string, patch: Partial<Parameters<typeof withdrawals.submit>[1]>) =>
-        Effect.exit(withdrawals.submit(m, { ...good, ...patch }))
+        Effect.exit(withdrawals.submit(m, { ...good, ...patch }, Effect.void))
       expect(tagOf(yield* submit(stranger, {}))).toBe("NotFound")
       expect(tagOf(yield* submit(master, { signature: `0x${"11".repeat(64)}05` }))).toBe("SignatureMalformed")
       expect(tagOf(yield* submit(master, { signature: highS(signature) }))).toBe("SignatureMalleable")
@@ -193,12 +194,14 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Withdrawals 
         typedData: prepared.typed_data,
         signature: yield* sign(owner, prepared.typed_data),
       } as const
-      const queued = yield* withdrawals.submit(master, input)
+      const queued = yield* withdrawals.submit(master, input, Effect.void)
       expect(queued).toMatchObject({ venue: "hyperliquid", address, amount: "5000000", to: "signer" })
       expect(yield* submitMessages).toBe(messages + 1)
 
-      // The same signed preparation again: the same withdrawal, from the table, without a message.
-      const again = yield* withdrawals.submit(master, input)
+      // The same signed preparation again: the same withdrawal, from the table, without a message, and whatever
+      // the account's access since (a repeat is no new commitment: the gate is not run).
+      const suspended = Effect.fail(new AccessRequired({ message: "access is suspended for this account" }))
+      const again = yield* withdrawals.submit(master, input, suspended)
       expect(again.id).toBe(queued.id)
       expect(yield* submitMessages).toBe(messages + 1)
 
@@ -218,13 +221,17 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Withdrawals 
 
       // A second withdrawal once the first ended; history pages newest first, the snapshot taken once per page.
       const second = yield* withdrawals.prepare(master, { venue: "hyperliquid", amount: USDC, to: "wallet" })
-      const made = yield* withdrawals.submit(master, {
+      const secondInput = {
         venue: "hyperliquid",
         amount: USDC,
         to: "wallet",
         typedData: second.typed_data,
         signature: yield* sign(owner, second.typed_data),
-      })
+      } as const
+      // A new intent while access is suspended: refused by the gate before the desk hears of it.
+      expect(tagOf(yield* Effect.exit(withdrawals.submit(master, secondInput, suspended)))).toBe("AccessRequired")
+      expect(yield* submitMessages).toBe(messages + 1)
+      const made = yield* withdrawals.submit(master, secondInput, Effect.void)
       expect(yield* submitMessages).toBe(messages + 2)
       const snapshots = yield* Ref.make(0)
       const snapshot = Ref.update(snapshots, (n) => n + 1)

@@ -456,15 +456,27 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
     }),
   )
 
-  it.effect("access: a session whose beta access is not granted cannot prepare or submit", () =>
+  it.effect("access: without it no new withdrawal is prepared or submitted; a repeat is answered as before", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
       const { hl } = yield* WithdrawalDevnet
       const sql = yield* SqlClient.SqlClient
-      const { token, address } = yield* hyperliquidAccount(base, hl!, 5n * USDC)
-      yield* sql`update accounts set access = 'required' where master = ${address}`
+      const { account, token, address } = yield* hyperliquidAccount(base, hl!, 5n * USDC)
+      const first = yield* prepareOk(base, token, { venue: "hyperliquid", amount: "1000000", to: "signer" })
+      const second = yield* prepareOk(base, token, { venue: "hyperliquid", amount: "1000000", to: "wallet" })
+      const made = yield* submit(base, token, first, yield* signPrepared(account, first))
+      expect(made.status, made.text).toBe(200)
+      yield* sql`update accounts set access = 'suspended' where master = ${address}`
+      const before = (yield* counts).w
       const res = yield* prepare(base, token, { venue: "hyperliquid", amount: "1000000", to: "signer" })
       expect([res.status, code(res)]).toEqual([403, "ACCESS_REQUIRED"])
+      // A new commitment is refused; the lost answer of an earlier one is not (spec: access gates new commitments).
+      const fresh = yield* submit(base, token, second, yield* signPrepared(account, second))
+      expect([fresh.status, code(fresh)]).toEqual([403, "ACCESS_REQUIRED"])
+      const again = yield* submit(base, token, first, yield* signPrepared(account, first))
+      expect(again.status, again.text).toBe(200)
+      expect((again.json as WithdrawalView).id).toBe((made.json as WithdrawalView).id)
+      expect((yield* counts).w).toBe(before)
     }),
   )
 })
