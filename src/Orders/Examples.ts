@@ -16,6 +16,70 @@ export const CREATE_ORDER_REQUEST = {
   quote_identity_id: "3f1c9a52-7d4e-4b8a-9c61-2e5f0a7b8d13",
 } as const
 
+/** The owner's fund_order and permit sign items of the example order (after the venue_transfer when margin funds it). */
+const FUND_AND_PERMIT = [
+  {
+    kind: "fund_order",
+    signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
+    typed_data: {
+      domain: {
+        name: "SettlementEscrow",
+        version: "2",
+        chainId: 999,
+        verifyingContract: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
+      },
+      types: {
+        FundOrder: [
+          { name: "orderId", type: "bytes32" },
+          { name: "owner", type: "address" },
+          { name: "operator", type: "address" },
+          { name: "quoteSigner", type: "address" },
+          { name: "amount", type: "uint256" },
+          { name: "deadline", type: "uint256" },
+        ],
+      },
+      primaryType: "FundOrder",
+      message: {
+        orderId: "0x1dafaff67e857446f88e44a55e34c22fa410abb2e583028ca7911f1e7f78c43c",
+        owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
+        operator: "0x50411332149d286B93448711aDb48cE51c327E8D",
+        quoteSigner: "0xB7389293049d10485916Ea9bd02EEFC7531d5ec9",
+        amount: "250000000",
+        deadline: "1764082800",
+      },
+    },
+  },
+  {
+    kind: "permit",
+    signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
+    typed_data: {
+      domain: {
+        name: "USDC",
+        version: "2",
+        chainId: 999,
+        verifyingContract: "0xb88339CB7199b77E23DB6E890353E22632Ba630f",
+      },
+      types: {
+        Permit: [
+          { name: "owner", type: "address" },
+          { name: "spender", type: "address" },
+          { name: "value", type: "uint256" },
+          { name: "nonce", type: "uint256" },
+          { name: "deadline", type: "uint256" },
+        ],
+      },
+      primaryType: "Permit",
+      message: {
+        owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
+        spender: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
+        value: "250000000",
+        nonce: "0",
+        deadline: "1764082800",
+      },
+    },
+  },
+] as const
+
 /** The order just created (state preparing) when the owner's wallet holds the amount: fund_order and permit. */
 export const ORDER_PREPARATION_WALLET = {
   order: {
@@ -40,68 +104,7 @@ export const ORDER_PREPARATION_WALLET = {
     quote_identity_id: "3f1c9a52-7d4e-4b8a-9c61-2e5f0a7b8d13",
     quote_signer: "0xb7389293049d10485916ea9bd02eefc7531d5ec9",
   },
-  to_sign: [
-    {
-      kind: "fund_order",
-      signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      typed_data: {
-        domain: {
-          name: "SettlementEscrow",
-          version: "2",
-          chainId: 999,
-          verifyingContract: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
-        },
-        types: {
-          FundOrder: [
-            { name: "orderId", type: "bytes32" },
-            { name: "owner", type: "address" },
-            { name: "operator", type: "address" },
-            { name: "quoteSigner", type: "address" },
-            { name: "amount", type: "uint256" },
-            { name: "deadline", type: "uint256" },
-          ],
-        },
-        primaryType: "FundOrder",
-        message: {
-          orderId: "0x1dafaff67e857446f88e44a55e34c22fa410abb2e583028ca7911f1e7f78c43c",
-          owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
-          operator: "0x50411332149d286B93448711aDb48cE51c327E8D",
-          quoteSigner: "0xB7389293049d10485916Ea9bd02EEFC7531d5ec9",
-          amount: "250000000",
-          deadline: "1764082800",
-        },
-      },
-    },
-    {
-      kind: "permit",
-      signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      typed_data: {
-        domain: {
-          name: "USDC",
-          version: "2",
-          chainId: 999,
-          verifyingContract: "0xb88339CB7199b77E23DB6E890353E22632Ba630f",
-        },
-        types: {
-          Permit: [
-            { name: "owner", type: "address" },
-            { name: "spender", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "nonce", type: "uint256" },
-            { name: "deadline", type: "uint256" },
-          ],
-        },
-        primaryType: "Permit",
-        message: {
-          owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
-          spender: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
-          value: "250000000",
-          nonce: "0",
-          deadline: "1764082800",
-        },
-      },
-    },
-  ],
+  to_sign: [...FUND_AND_PERMIT],
 } as const
 
 /** The same order when the wallet holds only 100 USDC: a venue_transfer of the 150 USDC shortfall comes first. */
@@ -170,66 +173,7 @@ export const ORDER_PREPARATION_MARGIN = {
         },
       },
     },
-    {
-      kind: "fund_order",
-      signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      typed_data: {
-        domain: {
-          name: "SettlementEscrow",
-          version: "2",
-          chainId: 999,
-          verifyingContract: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
-        },
-        types: {
-          FundOrder: [
-            { name: "orderId", type: "bytes32" },
-            { name: "owner", type: "address" },
-            { name: "operator", type: "address" },
-            { name: "quoteSigner", type: "address" },
-            { name: "amount", type: "uint256" },
-            { name: "deadline", type: "uint256" },
-          ],
-        },
-        primaryType: "FundOrder",
-        message: {
-          orderId: "0x1dafaff67e857446f88e44a55e34c22fa410abb2e583028ca7911f1e7f78c43c",
-          owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
-          operator: "0x50411332149d286B93448711aDb48cE51c327E8D",
-          quoteSigner: "0xB7389293049d10485916Ea9bd02EEFC7531d5ec9",
-          amount: "250000000",
-          deadline: "1764082800",
-        },
-      },
-    },
-    {
-      kind: "permit",
-      signer: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      typed_data: {
-        domain: {
-          name: "USDC",
-          version: "2",
-          chainId: 999,
-          verifyingContract: "0xb88339CB7199b77E23DB6E890353E22632Ba630f",
-        },
-        types: {
-          Permit: [
-            { name: "owner", type: "address" },
-            { name: "spender", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "nonce", type: "uint256" },
-            { name: "deadline", type: "uint256" },
-          ],
-        },
-        primaryType: "Permit",
-        message: {
-          owner: "0x5Da0219448a27EA90ACA305258d53b972e319C0B",
-          spender: "0x0B555E5B749817BA3a2Df14dE73EA588c009531c",
-          value: "250000000",
-          nonce: "0",
-          deadline: "1764082800",
-        },
-      },
-    },
+    ...FUND_AND_PERMIT,
   ],
 } as const
 

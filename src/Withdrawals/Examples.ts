@@ -9,41 +9,44 @@
 /** POST /v1/withdrawals/prepare: 25 USDC from the linked hyperliquid account to its wallet. */
 export const PREPARE_WITHDRAWAL_REQUEST = { venue: "hyperliquid", amount: "25000000", to: "wallet" } as const
 
+/** The preparation's typed data: Hyperliquid withdraw3 (amount in whole USDC, time = the nonce in ms). */
+const WITHDRAW_TYPED_DATA = {
+  types: {
+    EIP712Domain: [
+      { name: "name", type: "string" },
+      { name: "version", type: "string" },
+      { name: "chainId", type: "uint256" },
+      { name: "verifyingContract", type: "address" },
+    ],
+    "HyperliquidTransaction:Withdraw": [
+      { name: "hyperliquidChain", type: "string" },
+      { name: "destination", type: "string" },
+      { name: "amount", type: "string" },
+      { name: "time", type: "uint64" },
+    ],
+  },
+  primaryType: "HyperliquidTransaction:Withdraw",
+  domain: {
+    name: "HyperliquidSignTransaction",
+    version: "1",
+    chainId: 42161,
+    verifyingContract: "0x0000000000000000000000000000000000000000",
+  },
+  message: {
+    hyperliquidChain: "Mainnet",
+    destination: "0x5da0219448a27ea90aca305258d53b972e319c0b",
+    amount: "25",
+    time: 1764165600037,
+  },
+} as const
+
 /** Its preparation: Hyperliquid withdraw3 typed data (amount in whole USDC, time = the nonce in ms). */
 export const WITHDRAWAL_PREPARATION = {
   venue: "hyperliquid",
   amount: "25000000",
   to: "wallet",
   destination: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-  typed_data: {
-    types: {
-      EIP712Domain: [
-        { name: "name", type: "string" },
-        { name: "version", type: "string" },
-        { name: "chainId", type: "uint256" },
-        { name: "verifyingContract", type: "address" },
-      ],
-      "HyperliquidTransaction:Withdraw": [
-        { name: "hyperliquidChain", type: "string" },
-        { name: "destination", type: "string" },
-        { name: "amount", type: "string" },
-        { name: "time", type: "uint64" },
-      ],
-    },
-    primaryType: "HyperliquidTransaction:Withdraw",
-    domain: {
-      name: "HyperliquidSignTransaction",
-      version: "1",
-      chainId: 42161,
-      verifyingContract: "0x0000000000000000000000000000000000000000",
-    },
-    message: {
-      hyperliquidChain: "Mainnet",
-      destination: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      amount: "25",
-      time: 1764165600037,
-    },
-  },
+  typed_data: WITHDRAW_TYPED_DATA,
   expires_at: "2025-11-26T14:10:00.000Z",
 } as const
 
@@ -52,35 +55,7 @@ export const SUBMIT_WITHDRAWAL_REQUEST = {
   venue: "hyperliquid",
   amount: "25000000",
   to: "wallet",
-  typed_data: {
-    types: {
-      EIP712Domain: [
-        { name: "name", type: "string" },
-        { name: "version", type: "string" },
-        { name: "chainId", type: "uint256" },
-        { name: "verifyingContract", type: "address" },
-      ],
-      "HyperliquidTransaction:Withdraw": [
-        { name: "hyperliquidChain", type: "string" },
-        { name: "destination", type: "string" },
-        { name: "amount", type: "string" },
-        { name: "time", type: "uint64" },
-      ],
-    },
-    primaryType: "HyperliquidTransaction:Withdraw",
-    domain: {
-      name: "HyperliquidSignTransaction",
-      version: "1",
-      chainId: 42161,
-      verifyingContract: "0x0000000000000000000000000000000000000000",
-    },
-    message: {
-      hyperliquidChain: "Mainnet",
-      destination: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-      amount: "25",
-      time: 1764165600037,
-    },
-  },
+  typed_data: WITHDRAW_TYPED_DATA,
   signature:
     "0x61508f9b2c558c98639647f1257a302ae54eb645745d5d1e1665175e34907c8604de4bffb7e9146058ff34b5016c51350b20c195ec92c2a1e390923bc689c3581c",
 } as const
