@@ -278,60 +278,9 @@ export const ORDER_FUNDED = {
 
 /** The funded order after DELETE /v1/orders/{id}/quotes: its quote set is inactive. */
 export const ORDER_QUOTES_CANCELLED = {
-  id: "0x1dafaff67e857446f88e44a55e34c22fa410abb2e583028ca7911f1e7f78c43c",
-  venue: "hyperliquid",
-  receive_venue: "aster",
-  owner_address: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-  state: "funded",
-  error: "",
-  amount: "250000000",
-  escrow_available: "250000000",
-  quotable: "250000000",
-  filled: "0",
-  received: "0",
-  last_sequence: 1764079500123,
-  quote_set: {
-    sequence: 1764079500123,
-    expires_at: "2025-11-25T14:07:00.000Z",
-    quotes: [
-      {
-        venue: "aster",
-        chain_id: 42161,
-        token: "0xaf88d065e77c8cc2239327c5edb3a432268e5831",
-        recipient: "0x5da0219448a27ea90aca305258d53b972e319c0b",
-        supply: "999000",
-        receive: "1000000",
-        min_fill: "100000",
-        escrow: "0x085b75323b25d26fb37542c9f546ef1bbce80119",
-      },
-    ],
-    signature:
-      "0x1ddfe7cce0b079c402e5853424d1b523ed1e6fb629d12ac8039ee352b4b3d92957264fe6636b31bf48956e7443d0a1b953581373d18a9884a3cd4de981d14da21c",
-    created_at: "2025-11-25T14:05:01.000Z",
-    valid_until: "2025-11-25T14:07:00.000Z",
-    quote_size: "125000000",
-    identity_generation: "3",
-    active: false,
-    issued_at: 1764079500,
-    hashlock_root: "0x8559ca1268804bc6c68adf99f7ea9989e475bff738389a36b339462b58d0b5be",
-    hashlock_count: 4,
-  },
-  margin_move: null,
-  transactions: [
-    {
-      kind: "fund",
-      chain_id: 999,
-      hash: "0x8eeef51ffab2dbeaa0c6915c43fbd466c6f64e3222e7077992aaecc1c2514d5f",
-      status: "final",
-      error: "",
-      at: "2025-11-25T14:02:20.000Z",
-    },
-  ],
-  created_at: "2025-11-25T14:00:00.000Z",
+  ...ORDER_FUNDED,
+  quote_set: { ...ORDER_FUNDED.quote_set, active: false },
   updated_at: "2025-11-25T14:06:00.000Z",
-  client_order_id: "mm-hl-2025-11-25-01",
-  quote_identity_id: "3f1c9a52-7d4e-4b8a-9c61-2e5f0a7b8d13",
-  quote_signer: "0xb7389293049d10485916ea9bd02eefc7531d5ec9",
 } as const
 
 /** PUT /v1/orders/{id}/quotes on the v2 escrow: one quote paying on aster, four hashlocks. */
