@@ -6,14 +6,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Redacted } from "effect"
 import { AppConfig } from "./Config.ts"
+import { RECENT_TRADES } from "./Domain/CursorLimits.ts"
 import { InvalidRequest, NotFound } from "./Domain/Errors.ts"
-import {
-  decodeTradeCursor,
-  encodeTradeCursor,
-  RECENT_TRADES,
-  type TradeFilters,
-  tradeCursorKey,
-} from "./Domain/TradeCursor.ts"
+import { decodeTradeCursor, encodeTradeCursor, type TradeFilters, tradeCursorKey } from "./Domain/TradeCursor.ts"
 import {
   buildTradeProof,
   buildTradeProofV2,

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { Address } from "../Domain/Primitives.ts"
 import { Forbidden } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 
 export const AccessValue = Schema.Literal("granted", "required", "suspended")
 

@@ -20,7 +20,7 @@ import {
   VenueUnavailable,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 
 /** The documentation's example account (anvil's public test accounts #1, the master, and #2, a venue account). */
 const MASTER = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"

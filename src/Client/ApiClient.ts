@@ -14,8 +14,9 @@
  *   viem account or wallet that can sign a message; `linkAccount` links a venue account (its message, or the
  *   venue's agent approval typed data).
  *
- * The core has no Node-only import (fetch, viem's signer types); the contract it is made from, src/Http/Api.ts,
- * still reaches server modules through src/Http/Security.ts, so a browser bundle needs that split first.
+ * Neither it nor the contract it is made from (src/Http/Api.ts, with the security middlewares' declarations in
+ * src/Http/SecurityContract.ts) loads a Node-only module or server code: a browser app bundles it as is
+ * (test/unit/import-flow.test.ts holds this).
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Clock, Data, Duration, Effect, Option, ParseResult, Schedule, Schema } from "effect"

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { Timestamp } from "../Domain/Primitives.ts"
 import { Forbidden, NotFound, StateConflict } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 
 const Uuid = Schema.UUID
 export const Scope = Schema.Literal("quote", "read")

@@ -9,7 +9,7 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto"
 import { Either } from "effect"
 
-export const LEGACY_CURSOR_MAX = 256
+import { LEGACY_CURSOR_MAX } from "./CursorLimits.ts"
 
 export interface LegacyPosition {
   readonly chainId: number

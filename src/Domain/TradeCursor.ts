@@ -10,12 +10,7 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto"
 import { Either } from "effect"
 
-/** Spec: `after` and `next_cursor` are at most 512 characters. */
-export const TRADE_CURSOR_MAX = 512
-/** Spec Limits: GET /v1/trades answers the last 50 trades of a pair. */
-export const RECENT_TRADES = 50
-export const TRADE_HISTORY_LIMIT_MAX = 500
-export const TRADE_HISTORY_LIMIT_DEFAULT = 100
+import { TRADE_CURSOR_MAX } from "./CursorLimits.ts"
 
 export interface TradePosition {
   /** `settled_at` in microseconds since the Unix epoch (PostgreSQL precision). */

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { LEGACY_CURSOR_MAX } from "../Domain/CursorLimits.ts"
 import { SPOT_DEX } from "../Domain/EscrowTypedData.ts"
-import { LEGACY_CURSOR_MAX } from "../Domain/LegacyCursor.ts"
 import { Amount, OrderId, VenueId } from "../Domain/Primitives.ts"
 import { acceptsCredential } from "../Http/ApiDocs.ts"
 import {
@@ -21,7 +21,7 @@ import {
   StateConflict,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 import { SignItem } from "../Orders/Api.ts"
 import {
   CLOSE_PREPARATION,

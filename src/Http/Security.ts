@@ -1,20 +1,13 @@
-import { HttpApiMiddleware, HttpApiSecurity, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect, FiberRef, Layer, Option, Schema } from "effect"
+import { Effect, FiberRef, Layer, Option } from "effect"
 import { authenticateHeader, BEARER, CredentialResolver } from "../Auth/Bearer.ts"
 import { AppConfig } from "../Config.ts"
 import { RateLimited, Unauthorized } from "../Domain/Errors.ts"
-import { CurrentDeferredCaller, CurrentPrincipal, type DeferredCaller, type Principal } from "../Domain/Principal.ts"
+import type { DeferredCaller, Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
 import { takeToken } from "../Sql/RateLimiter.ts"
-import * as Wire from "./Errors.ts"
-
-/** Requests that carry a bearer: a master session or a maker credential (`mk_…`). */
-export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Schema.Union(Wire.Unauthorized, Wire.RateLimited),
-  provides: CurrentPrincipal,
-  security: { bearer: HttpApiSecurity.bearer },
-}) {}
+import { Authentication, DeferredAuthentication } from "./SecurityContract.ts"
 
 /** Adds Retry-After (seconds) to whatever response this request ends with. */
 export const retryAfter = (seconds: number) =>
@@ -78,19 +71,6 @@ export const AuthenticationLive = Layer.effect(
     }),
   ),
 )
-
-/**
- * Routes that authenticate in their own statement (the lease renewal: its entity resolves the credential, charges
- * its budget and renews in one statement). A malformed header is refused here (401) and a session is resolved and
- * charged here, as by Authentication; an `mk_` bearer is only read: its token hash goes to the route, and the token
- * is kept in DeferredToken so that a request the route never runs (a body or path that fails to decode) is still
- * authenticated and charged before its 400 (src/Http/ApiMiddleware.ts): the bearer before the body, one charge.
- */
-export class DeferredAuthentication extends HttpApiMiddleware.Tag<DeferredAuthentication>()("DeferredAuthentication", {
-  failure: Schema.Union(Wire.Unauthorized, Wire.RateLimited),
-  provides: CurrentDeferredCaller,
-  security: { bearer: HttpApiSecurity.bearer },
-}) {}
 
 /** The `mk_` token a DeferredAuthentication route has not authenticated yet (undefined otherwise). */
 export const DeferredToken = FiberRef.unsafeMake<string | undefined>(undefined)

@@ -22,7 +22,7 @@ import {
   WithdrawalPending,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 import {
   CREATE_ORDER_REQUEST,
   ORDER_FUNDED,

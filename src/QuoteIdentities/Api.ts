@@ -13,7 +13,7 @@ import {
   StateConflict,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication, DeferredAuthentication } from "../Http/Security.ts"
+import { Authentication, DeferredAuthentication } from "../Http/SecurityContract.ts"
 
 const Uuid = Schema.UUID
 

@@ -16,7 +16,7 @@ import {
   StateConflict,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 import { ClientId } from "../Orders/Api.ts"
 import {
   EXAMPLE_CREATE_TAKE_REQUEST,

@@ -1,12 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Timestamp, VenueId } from "../Domain/Primitives.ts"
 import {
   RECENT_TRADES,
   TRADE_CURSOR_MAX,
   TRADE_HISTORY_LIMIT_DEFAULT,
   TRADE_HISTORY_LIMIT_MAX,
-} from "../Domain/TradeCursor.ts"
+} from "../Domain/CursorLimits.ts"
+import { Timestamp, VenueId } from "../Domain/Primitives.ts"
 import { Forbidden, InvalidRequest, NotFound, Unauthorized } from "../Http/Errors.ts"
 import { RECENT_TRADES_ANSWER, TRADE_HISTORY } from "./Examples.ts"
 

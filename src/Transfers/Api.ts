@@ -15,7 +15,7 @@ import {
   WithdrawalPending,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 import { ClientId } from "../Orders/Api.ts"
 import { Withdrawal } from "../Withdrawals/Api.ts"
 import {

@@ -17,7 +17,7 @@ import {
   WithdrawalPending,
 } from "../Http/Errors.ts"
 import { RequestBody } from "../Http/RequestBody.ts"
-import { Authentication } from "../Http/Security.ts"
+import { Authentication } from "../Http/SecurityContract.ts"
 import {
   PREPARE_WITHDRAWAL_REQUEST,
   SUBMIT_WITHDRAWAL_REQUEST,

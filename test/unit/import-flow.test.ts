@@ -4,7 +4,9 @@
  *   protocols) ← actors ← HTTP (every concept's Api.ts and Http.ts, src/Http) and Stream ← main;
  * - no import cycles;
  * - a repository (a concept file that writes SQL) calls no chain, and the chain layer reads no repository;
- * - Stream does not import HTTP; only the composition root imports actors/.
+ * - Stream does not import HTTP; only the composition root imports actors/;
+ * - the typed client and the contract it is made from load no Node-only module and no server code (issue 18 item 1:
+ *   a browser app imports them).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, normalize, relative } from "node:path"
@@ -148,6 +150,40 @@ describe("import flow", () => {
   it("every concept has its module and folder", () => {
     const missing = CONCEPTS.flatMap((c) => (FILES.includes(`src/${c}.ts`) ? [] : [`src/${c}.ts`]))
     expect(missing).toEqual([])
+  })
+
+  it("the typed clients and the contract load no Node-only module and no server code", () => {
+    // Value imports only: `import type` is erased and loads nothing.
+    const valueImports = (file: string) =>
+      [
+        ...readFileSync(join(root, file), "utf8").matchAll(
+          /^(?:import|export)\s+(?!type\b)[^;]*?from\s+["']([^"']+)["']/gm,
+        ),
+      ].map((m) => m[1]!)
+    const closure = new Set<string>()
+    const visit = (file: string) => {
+      if (closure.has(file)) return
+      closure.add(file)
+      for (const spec of valueImports(file)) {
+        if (!spec.startsWith(".")) continue
+        const target = relative(root, normalize(join(root, dirname(file), spec)))
+        if (target.endsWith(".ts")) visit(target)
+      }
+    }
+    visit("src/Client/ApiClient.ts")
+    visit("src/Client/StreamClient.ts")
+    const nodeOnly = [...closure].flatMap((f) =>
+      valueImports(f)
+        .filter((spec) => spec.startsWith("node:") || /^@effect\/(sql|platform-node|cluster)/.test(spec))
+        .map((spec) => `${f} → ${spec}`),
+    )
+    const server = [...closure].filter((f) =>
+      /^src\/(Sql\/|Config\.ts|SecureRandom\.ts|Chain\/|Venues\/)|\/(Repo|Http)\.ts$|^src\/Http\/(Security|Server)\.ts$/.test(
+        f,
+      ),
+    )
+    expect({ nodeOnly, server }).toEqual({ nodeOnly: [], server: [] })
+    expect(closure.has("src/Http/Api.ts")).toBe(true)
   })
 
   it("reads imports of every form", () => {

@@ -1,10 +1,10 @@
 import { Either } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { TRADE_CURSOR_MAX } from "../../src/Domain/CursorLimits.ts"
 import {
   decodeTradeCursor,
   encodeTradeCursor,
-  TRADE_CURSOR_MAX,
   type TradeFilters,
   tradeCursorKey,
 } from "../../src/Domain/TradeCursor.ts"
