@@ -6,6 +6,7 @@ import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { decodeLogs, type IndexState } from "../src/Chain/EscrowIndex.ts"
 import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
+import { awaitNewHead } from "../src/Chain/HeadWake.ts"
 import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
@@ -441,7 +442,8 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         const exit = yield* Effect.exit(poll)
         if (exit._tag === "Success") {
           failures = 0
-          yield* Effect.sleep(Duration.millis(settings.poll_ms))
+          // The next poll on the next block (a finality-gated step waits for it), at the latest after poll_ms.
+          yield* awaitNewHead(client, lastLatest?.number, settings.head_poll_ms, settings.poll_ms)
           continue
         }
         if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt

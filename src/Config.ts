@@ -42,8 +42,14 @@ export type VenueKind = typeof VenueKind.Type
  * public chain with `safe`/`finalized` block tags and the devnet alike.
  */
 export class WatcherSettings extends Schema.Class<WatcherSettings>("WatcherSettings")({
-  /** Pause between two polls of the chain, milliseconds. */
+  /** Longest pause between two polls of the chain, milliseconds. */
   poll_ms: Schema.optionalWith(PositiveInt, { default: () => 1000 }),
+  /**
+   * Between polls the head's number is read this often (milliseconds; one `eth_blockNumber`) and a new block starts
+   * the next poll at once, so a step waiting on finality waits for the block, not for poll_ms. At or above poll_ms:
+   * off (a poll every poll_ms).
+   */
+  head_poll_ms: Schema.optionalWith(PositiveInt, { default: () => 250 }),
   /** Largest block range of one `eth_getLogs` page. */
   page_blocks: Schema.optionalWith(PositiveInt, { default: () => 2000 }),
   /** A chain is fresh while its last successful check and its last new head are at most this old. */
