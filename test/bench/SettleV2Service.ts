@@ -10,7 +10,6 @@ import {
   fillRows,
   runMakerClient,
   takeV2,
-  timedFetch,
   type V2Stack,
   type V2Taker,
   v2Maker,
@@ -67,6 +66,13 @@ export const prepareTakers = (s: V2Stack, n: number, perFill: bigint) =>
     )
   })
 
+/**
+ * fetch with a 60 s limit. Not the stack's 5 s timedFetch: under load a PayTake answer can take longer, and a
+ * PayTake the service stored but whose answer was cut is retried after the lock was claimed (seen at 64 at once).
+ */
+const patientFetch: typeof fetch = (input, init) =>
+  fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(60_000) })
+
 /** The taker API, noting when the service accepted the PayTake (performance.now ms). */
 const timedApi = (api: TakerApi, marks: { authorized?: number }): TakerApi => ({
   ...api,
@@ -91,7 +97,7 @@ export interface Timed {
 export const serviceTake = (s: V2Stack, w: Watcher, taker: V2Taker, amount: bigint) =>
   Effect.gen(function* () {
     const marks: { authorized?: number } = {}
-    const api = timedApi(httpTakerApi(s.api, taker.token, timedFetch), marks)
+    const api = timedApi(httpTakerApi(s.api, taker.token, patientFetch), marks)
     const handle = yield* takeV2(s, taker, amount)
     const signed = performance.now()
     const digest = handle.take.fills[0]!.digest

@@ -96,23 +96,30 @@ const program = Effect.gen(function* () {
     const concurrency = Math.min(n, CONCURRENCY)
     const point = yield* Effect.gen(function* () {
       const cost = yield* costMeter
+      const t0 = performance.now()
+      const step = (what: string) =>
+        console.log(`  [size ${n}] ${what} at ${sec(performance.now() - t0)} s, load ${load()}`)
       // Raw first: the service is up but has nothing of its own to do (it indexes the raw orders' events).
       const orders = yield* Effect.forEach(Array.from({ length: n }), () => rawOrder(s, PER_FILL), {
         concurrency: PREPARE,
       })
       const raws: ReadonlyArray<RawTake> = yield* Effect.forEach(orders, (o) => rawSign(s, o), { concurrency: PREPARE })
+      step("raw takes prepared")
       const rawBefore = yield* cost.snapshot
       const rawStart = performance.now()
       const rawRuns = yield* Effect.forEach(raws, (r) => Effect.promise(() => runRaw(s, w, r)), { concurrency })
       const rawCost = yield* cost.perUnit(rawBefore, n)
+      step("raw takes claimed")
 
       // The service with the maker client and the scripted taker.
       procs.maker = yield* startMaker(s, n, PER_FILL)
       const takers = yield* prepareTakers(s, n, PER_FILL)
+      step("maker quoting, takers signed in")
       const before = yield* cost.snapshot
       const start = performance.now()
       const timed = yield* Effect.forEach(takers, (t) => serviceTake(s, w, t, PER_FILL), { concurrency })
       const serviceCost = yield* cost.perUnit(before, n)
+      step("service takes claimed")
       yield* killNow(procs.maker)
 
       // Finality of every event seen, then each event's block.
