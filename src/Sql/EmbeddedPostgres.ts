@@ -225,7 +225,10 @@ export const startEmbeddedPostgresInstance = (
     const ports = options.ports ?? freePort
     const child = yield* Effect.acquireRelease(
       Effect.flatMap(ports.pipe(Effect.mapError((cause) => failure("start", "no free loopback port", cause))), (port) =>
-        Effect.map(startServer(binaries, place.dataDir, port, as, persistent, options.statementStats === true), (child) => ({ child, port })),
+        Effect.map(
+          startServer(binaries, place.dataDir, port, as, persistent, options.statementStats === true),
+          (child) => ({ child, port }),
+        ),
       ).pipe(
         Effect.retry({ schedule: Schedule.recurs(4), while: (e) => e._tag === "PortTaken" }),
         Effect.catchTag("PortTaken", (e) =>
