@@ -127,7 +127,9 @@ const run = Command.make(
     renew: textWithDefault("renew", "5", "seconds between renewals, at most half of --ttl"),
     validity: optionalText(
       "validity",
-      "seconds each quote set stays valid (default: 120 when the deployment's /v1/info admits it, else its maximum)",
+      "seconds each quote set stays valid (default: 120 when the deployment's /v1/info admits it, else its maximum); " +
+        "takes use a set only while more than the lock cutoff is left, so it is replaced when less than " +
+        "cutoff + (validity − cutoff)/2 is left",
     ),
     run: textWithDefault("run", "0", "stop after this many seconds (0: until SIGINT/SIGTERM)"),
     heartbeat: textWithDefault("heartbeat", "30", "seconds between heartbeat lines (0: none)"),

@@ -190,6 +190,16 @@ export const chooseValidity = (
   return chosen
 }
 
+/**
+ * How long before its valid_until (ms) the bot replaces its quote set. The service offers a set to takes only while
+ * more than the lock cutoff of it is left, so a set is usable for `validity − cutoff` seconds: it is replaced halfway
+ * through that part, leaving the other half as a margin for the renewal tick, a slow publish or a short outage.
+ * (Replacing it at half its validity meant, at 120 s and the default 60 s cutoff, that the service stopped offering
+ * it at the very moment the bot decided to replace it: every replacement left a gap with no live quote.)
+ */
+export const republishBeforeMs = (validitySeconds: number, lockCutoffSeconds: number): number =>
+  (lockCutoffSeconds + (validitySeconds - lockCutoffSeconds) / 2) * 1000
+
 const HEX_KEY = /^0x[0-9a-fA-F]{64}$/
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 

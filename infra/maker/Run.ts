@@ -1,7 +1,9 @@
 /**
  * `npm run maker -- run`, the maker bot: holds an mk_ credential, renews its quote identity's lease every few seconds (the
  * dead-man switch: if this process stops, the lease lapses and its quotes stop being admitted),
- * and keeps a signed quote set published for one order. The service being unreachable (a network fault, a 5xx,
+ * and keeps a signed quote set published for one order, replaced while takes can still use it: the service offers a
+ * set only while more than lock_cutoff_seconds of it is left, and the bot replaces it halfway through that part
+ * (MakerOptions republishBeforeMs). The service being unreachable (a network fault, a 5xx,
  * 408 or 429) is retried with capped, jittered backoff (infra/maker/ServiceFaults.ts), one log line per change; a
  * lapsed lease is simply renewed again when the service answers (a new generation: the set is republished). Only a
  * permanent refusal (of the lease: any other 4xx; of a quote set: any 4xx but LEASE_EXPIRED and QUOTE_STALE, which a
@@ -30,7 +32,7 @@ import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTyp
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
 import { apiOf, errorName } from "./MakerHttp.ts"
-import { chooseValidity, type MakerOptions, type MakerV2Options } from "./MakerOptions.ts"
+import { chooseValidity, type MakerOptions, type MakerV2Options, republishBeforeMs } from "./MakerOptions.ts"
 import { backoffMs, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
 
 interface Venue {
@@ -171,10 +173,13 @@ export const runMaker = async (
     },
     o.v2 !== undefined,
   )
+  // Replaced while takes can still use it (more than the lock cutoff left), with a margin: see republishBeforeMs.
+  const republishBefore = republishBeforeMs(validitySeconds, info.settlement.lock_cutoff_seconds)
   log(
     `maker: quoting order ${o.order} on ${o.venue} (settlement v${o.v2 === undefined ? 1 : 2}) for identity ` +
       `${o.identity}: ${o.quotes.map((q) => `${q.venue} supply ${q.supply} per receive ${q.receive}, min fill ${q.minFill}`).join("; ")}` +
-      `; quote size ${o.quoteSize}, sets valid ${validitySeconds} s, lease ttl ${o.ttlSeconds} s renewed every ${o.renewSeconds} s`,
+      `; quote size ${o.quoteSize}, sets valid ${validitySeconds} s and replaced when less than ${republishBefore / 1000} s ` +
+      `is left (lock cutoff ${info.settlement.lock_cutoff_seconds} s), lease ttl ${o.ttlSeconds} s renewed every ${o.renewSeconds} s`,
   )
   const known: Array<QuoteSetV2> = []
   const reveals = o.v2 === undefined ? undefined : revealLoop(o, o.v2, venues, () => known, log)
@@ -330,8 +335,7 @@ export const runMaker = async (
         service.ok()
         attempt = 0
         // A lease that lapsed during an outage comes back with a new generation: the set is made again under it.
-        const stale =
-          published.generation !== generation || published.validUntil * 1000 - Date.now() < (validitySeconds * 1000) / 2
+        const stale = published.generation !== generation || published.validUntil * 1000 - Date.now() < republishBefore
         if (stale) await publish()
         await stop.sleep(o.renewSeconds * 1000)
       } catch (e) {

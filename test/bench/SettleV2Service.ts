@@ -4,6 +4,7 @@ import { encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { authorizePayment, httpTakerApi, type TakerApi, TakerApiError } from "../../src/Client/TakerFlow.ts"
+import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { account, sendCalls } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
 import {
@@ -29,8 +30,11 @@ export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { maker, credential } = yield* v2Maker(s, account(1), perFill * BigInt(fills + 1))
-    // 32 is the client's usual; the bot caps a set at 800 (64 KiB body), far above the sweep's 256.
-    const client = runMakerClient(s, maker, credential, Math.max(32, fills + 8))
+    // 32 is the client's usual; the bot caps a set at 800 (64 KiB body), far above the sweep's 256. Sets valid the
+    // longest the stack admits (quote_validity_seconds_max = MAX_QUOTE_LIFE, 300 s): usable for 240 s past the 60 s
+    // lock cutoff and replaced every 120 s, so a size's takes rarely meet a replacement (each one a signed set of
+    // up to 264 hashlocks the service checks and stores while the takes run).
+    const client = runMakerClient(s, maker, credential, Math.max(32, fills + 8), DEVNET_TIMING_V2.quoteValidityMax)
     yield* pollUntil(
       sql`select 1 from quote_sets where order_id = ${maker.orderId} and active and hashlock_root is not null`,
       (rows) => rows.length === 1,

@@ -232,13 +232,20 @@ export interface MakerProcess {
 /**
  * `npm run maker` (its script) for the order in v2 mode, quoting 1:1 into aster, as a child process. Its lease is
  * asked for 60 s, so the tests' short service stops do not lapse it (the client keeps revealing through an outage
- * either way since dcf306f; maker-client-outage-v2 tests that). `hashlocks` per set (a fill each), default 32.
+ * either way since dcf306f; maker-client-outage-v2 tests that). `hashlocks` per set (a fill each), default 32;
+ * `validity` of each set, default 120 s.
  */
-export const runMakerClient = (s: V2Stack, m: V2Maker, credential: string, hashlocks = 32): MakerProcess => {
+export const runMakerClient = (
+  s: V2Stack,
+  m: V2Maker,
+  credential: string,
+  hashlocks = 32,
+  validity = 120,
+): MakerProcess => {
   const args = [
     ...["--api", s.api, "--identity", m.identityId, "--order", m.orderId, "--venue", M],
     ...["--quote", `${T}:${m.payee.address}:1000000:1000000:100000`, "--quote-size", m.amount.toString()],
-    ...["--ttl", "60", "--renew", "1", "--validity", "120", "--owner", m.owner.address],
+    ...["--ttl", "60", "--renew", "1", "--validity", String(validity), "--owner", m.owner.address],
     ...["--escrow-v2", `${M}=${s.hl.escrowV2!}`, "--escrow-v2", `${T}=${s.aster.escrowV2!}`],
     ...[
       "--rpc",
