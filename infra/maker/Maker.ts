@@ -142,6 +142,11 @@ const run = Command.make(
     "from-block": repeatedText("from-block", "v2: VENUE=N, first block the reveal loop scans"),
     hashlocks: textWithDefault("hashlocks", "64", "v2: hashlocks per quote set (one per fill)"),
     "reveal-cutoff": textWithDefault("reveal-cutoff", "600", "v2: reveal only with this many seconds left"),
+    "poll-ms": textWithDefault(
+      "poll-ms",
+      "1000",
+      "v2: ms between polls of your endpoints (a reveal's receipt, a new block); about the block time (devnet: 250)",
+    ),
     "reveal-only": Options.boolean("reveal-only").pipe(
       Options.withDescription("v2: run the reveal loop alone (no credential, lease or publication)"),
     ),

@@ -58,6 +58,11 @@ export interface MakerV2Options {
   readonly revealCutoffSeconds: number
   /** The key that sends claimPayment on the taker chains (pays their gas): MAKER_PAYEE_KEY, else the signer key. */
   readonly payeeKey: `0x${string}`
+  /**
+   * Milliseconds between the reveal loop's polls of its endpoints (`--poll-ms`): for a reveal's receipt, and for a
+   * new block that starts the next pass. About the chains' block time, or less (devnet: 250).
+   */
+  readonly pollMs: number
 }
 
 const USAGE = "see `npm run maker -- run --help`"
@@ -84,6 +89,7 @@ export interface RunFlags {
   readonly hashlocks: string
   readonly "reveal-cutoff": string
   readonly "reveal-only": boolean
+  readonly "poll-ms"?: string | undefined
 }
 
 const pairsOf = (record: Readonly<Record<string, string>> | undefined) =>
@@ -224,6 +230,7 @@ const parseV2 = (
     readonly "from-block"?: ReadonlyArray<string> | undefined
     readonly hashlocks?: string | undefined
     readonly "reveal-cutoff"?: string | undefined
+    readonly "poll-ms"?: string | undefined
   },
   env: NodeJS.ProcessEnv,
   signerKey: `0x${string}`,
@@ -267,5 +274,6 @@ const parseV2 = (
     hashlockCount: int("--hashlocks", values.hashlocks!, 1, 800),
     revealCutoffSeconds: int("--reveal-cutoff", values["reveal-cutoff"]!, 1, 86_400),
     payeeKey: payeeKey as `0x${string}`,
+    pollMs: int("--poll-ms", values["poll-ms"] ?? "1000", 50, 60_000),
   }
 }

@@ -254,6 +254,9 @@ export const runMakerClient = (
       `${T}=${s.aster.anvil.rpcUrl}`,
       "--hashlocks",
       String(hashlocks),
+      // The stack's chains make a block every 250 ms (or each second): receipts and new blocks looked for as often.
+      "--poll-ms",
+      "250",
     ],
   ]
   const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
