@@ -180,7 +180,18 @@ const program = Effect.gen(function* () {
         serviceCost,
         rawCost,
       } satisfies Point
-    }).pipe(Effect.provide(db), Effect.orDie)
+    }).pipe(
+      // A failed size says why only with the processes' last lines (a take's row alone rarely does).
+      Effect.tapErrorCause(() =>
+        Effect.sync(() =>
+          console.error(
+            `--- maker client:\n${procs.maker?.output().slice(-6000)}\n--- service:\n${procs.service?.output().slice(-4000)}`,
+          ),
+        ),
+      ),
+      Effect.provide(db),
+      Effect.orDie,
+    )
     points.push(point)
   }
   yield* Effect.promise(() => w.stop())
