@@ -127,7 +127,9 @@ const run = Command.make(
     renew: textWithDefault("renew", "5", "seconds between renewals, at most half of --ttl"),
     validity: optionalText(
       "validity",
-      "seconds each quote set stays valid (default: 120 when the deployment's /v1/info admits it, else its maximum)",
+      "seconds each quote set stays valid (default: 120 when the deployment's /v1/info admits it, else its maximum); " +
+        "takes use a set only while more than the lock cutoff is left, so it is replaced when less than " +
+        "cutoff + (validity − cutoff)/2 is left",
     ),
     run: textWithDefault("run", "0", "stop after this many seconds (0: until SIGINT/SIGTERM)"),
     heartbeat: textWithDefault("heartbeat", "30", "seconds between heartbeat lines (0: none)"),
@@ -140,6 +142,11 @@ const run = Command.make(
     "from-block": repeatedText("from-block", "v2: VENUE=N, first block the reveal loop scans"),
     hashlocks: textWithDefault("hashlocks", "64", "v2: hashlocks per quote set (one per fill)"),
     "reveal-cutoff": textWithDefault("reveal-cutoff", "600", "v2: reveal only with this many seconds left"),
+    "poll-ms": textWithDefault(
+      "poll-ms",
+      "1000",
+      "v2: ms between polls of your endpoints (a reveal's receipt, a new block); about the block time (devnet: 250)",
+    ),
     "reveal-only": Options.boolean("reveal-only").pipe(
       Options.withDescription("v2: run the reveal loop alone (no credential, lease or publication)"),
     ),

@@ -58,6 +58,11 @@ export interface MakerV2Options {
   readonly revealCutoffSeconds: number
   /** The key that sends claimPayment on the taker chains (pays their gas): MAKER_PAYEE_KEY, else the signer key. */
   readonly payeeKey: `0x${string}`
+  /**
+   * Milliseconds between the reveal loop's polls of its endpoints (`--poll-ms`): for a reveal's receipt, and for a
+   * new block that starts the next pass. About the chains' block time, or less (devnet: 250).
+   */
+  readonly pollMs: number
 }
 
 const USAGE = "see `npm run maker -- run --help`"
@@ -84,6 +89,7 @@ export interface RunFlags {
   readonly hashlocks: string
   readonly "reveal-cutoff": string
   readonly "reveal-only": boolean
+  readonly "poll-ms"?: string | undefined
 }
 
 const pairsOf = (record: Readonly<Record<string, string>> | undefined) =>
@@ -190,6 +196,16 @@ export const chooseValidity = (
   return chosen
 }
 
+/**
+ * How long before its valid_until (ms) the bot replaces its quote set. The service offers a set to takes only while
+ * more than the lock cutoff of it is left, so a set is usable for `validity − cutoff` seconds: it is replaced halfway
+ * through that part, leaving the other half as a margin for the renewal tick, a slow publish or a short outage.
+ * (Replacing it at half its validity meant, at 120 s and the default 60 s cutoff, that the service stopped offering
+ * it at the very moment the bot decided to replace it: every replacement left a gap with no live quote.)
+ */
+export const republishBeforeMs = (validitySeconds: number, lockCutoffSeconds: number): number =>
+  (lockCutoffSeconds + (validitySeconds - lockCutoffSeconds) / 2) * 1000
+
 const HEX_KEY = /^0x[0-9a-fA-F]{64}$/
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
@@ -214,6 +230,7 @@ const parseV2 = (
     readonly "from-block"?: ReadonlyArray<string> | undefined
     readonly hashlocks?: string | undefined
     readonly "reveal-cutoff"?: string | undefined
+    readonly "poll-ms"?: string | undefined
   },
   env: NodeJS.ProcessEnv,
   signerKey: `0x${string}`,
@@ -257,5 +274,6 @@ const parseV2 = (
     hashlockCount: int("--hashlocks", values.hashlocks!, 1, 800),
     revealCutoffSeconds: int("--reveal-cutoff", values["reveal-cutoff"]!, 1, 86_400),
     payeeKey: payeeKey as `0x${string}`,
+    pollMs: int("--poll-ms", values["poll-ms"] ?? "1000", 50, 60_000),
   }
 }

@@ -1,7 +1,9 @@
 /**
  * `npm run maker -- run`, the maker bot: holds an mk_ credential, renews its quote identity's lease every few seconds (the
  * dead-man switch: if this process stops, the lease lapses and its quotes stop being admitted),
- * and keeps a signed quote set published for one order. The service being unreachable (a network fault, a 5xx,
+ * and keeps a signed quote set published for one order, replaced while takes can still use it: the service offers a
+ * set only while more than lock_cutoff_seconds of it is left, and the bot replaces it halfway through that part
+ * (MakerOptions republishBeforeMs). The service being unreachable (a network fault, a 5xx,
  * 408 or 429) is retried with capped, jittered backoff (infra/maker/ServiceFaults.ts), one log line per change; a
  * lapsed lease is simply renewed again when the service answers (a new generation: the set is republished). Only a
  * permanent refusal (of the lease: any other 4xx; of a quote set: any 4xx but LEASE_EXPIRED and QUOTE_STALE, which a
@@ -20,7 +22,15 @@
  */
 
 import type { Effect } from "effect"
-import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http } from "viem"
+import {
+  createPublicClient,
+  defineChain,
+  encodeFunctionData,
+  getAddress,
+  type Hex,
+  http,
+  type TransactionSerializable,
+} from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { settlementEscrowV2Abi } from "../../src/Chain/artifacts/SettlementEscrowV2.ts"
 import type { RawClient } from "../../src/Client/ApiClient.ts"
@@ -30,7 +40,7 @@ import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTyp
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
 import { apiOf, errorName } from "./MakerHttp.ts"
-import { chooseValidity, type MakerOptions, type MakerV2Options } from "./MakerOptions.ts"
+import { chooseValidity, type MakerOptions, type MakerV2Options, republishBeforeMs } from "./MakerOptions.ts"
 import { backoffMs, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
 
 interface Venue {
@@ -76,9 +86,11 @@ const revealLoop = (
       nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
       rpcUrls: { default: { http: [url] } },
     })
-    return { v, chain, reader: createPublicClient({ chain, transport: http(url) }) }
+    // pollingInterval: how often a reveal's receipt is looked for (viem's default without a chain block time is 4 s).
+    return { v, chain, reader: createPublicClient({ chain, transport: http(url), pollingInterval: v2.pollMs }) }
   }
   const maker = venue(o.venue)
+  const readers = [maker.reader]
   const payee = privateKeyToAccount(v2.payeeKey)
   const fromBlocks: Record<number, bigint> = {}
   const takerChains: Record<number, { escrow: `0x${string}`; payee: `0x${string}` }> = {}
@@ -88,16 +100,34 @@ const revealLoop = (
     const escrow = getAddress(v2.escrows[q.venue]!)
     takerChains[t.v.chain_id] = { escrow, payee: getAddress(q.recipient) }
     if (v2.fromBlocks[q.venue] !== undefined) fromBlocks[t.v.chain_id] = v2.fromBlocks[q.venue]!
-    const wallet = createWalletClient({ account: payee, chain: t.chain, transport: http(v2.rpc[q.venue]!) })
+    readers.push(t.reader)
+    const oneAtATime = serial()
     Object.assign(takers, {
       [t.v.chain_id]: {
         reader: t.reader,
         claimPayment: async (digest: Hex, secret: Hex) => {
-          const hash = await wallet.writeContract({
-            address: escrow,
+          const data = encodeFunctionData({
             abi: settlementEscrowV2Abi,
             functionName: "claimPayment",
             args: [digest, secret],
+          })
+          // Gas and fees are asked for all reveals at once (a revert, e.g. a payment no longer held, fails here).
+          const request = await t.reader.prepareTransactionRequest({
+            account: payee,
+            chain: t.chain,
+            to: escrow,
+            data,
+            parameters: ["chainId", "fees", "gas", "type"],
+          })
+          // The nonce and the send, one reveal at a time on this chain: each send reads the key's pending nonce from
+          // the endpoint after the previous one entered its pool, so concurrent reveals never share a nonce, and a
+          // send that fails leaves no gap (no local counter to drift, as viem's nonceManager's would after a failed or
+          // dropped send; nothing to restore after a restart). The receipts are then awaited concurrently.
+          const hash = await oneAtATime(async () => {
+            const nonce = await t.reader.getTransactionCount({ address: payee.address, blockTag: "pending" })
+            // The prepared request is a serializable transaction but for its typing (optional blob fields).
+            const serializedTransaction = await payee.signTransaction({ ...request, nonce } as TransactionSerializable)
+            return t.reader.sendRawTransaction({ serializedTransaction })
           })
           const receipt = await t.reader.waitForTransactionReceipt({ hash })
           if (receipt.status !== "success") throw new Error(`claimPayment ${hash} reverted`)
@@ -106,7 +136,7 @@ const revealLoop = (
       },
     })
   }
-  return makeRevealLoop(
+  const loop = makeRevealLoop(
     {
       makerChainId: maker.v.chain_id,
       makerEscrow: getAddress(v2.escrows[o.venue]!),
@@ -127,7 +157,35 @@ const revealLoop = (
       knownSets: known,
     },
   )
+  return { ...loop, newBlock: newBlock(readers, v2.pollMs) }
 }
+
+/** `f`s run one after another, in call order (a failed one does not stop the next). */
+const serial = () => {
+  let tail: Promise<unknown> = Promise.resolve()
+  return <A>(f: () => Promise<A>): Promise<A> => {
+    const run = tail.then(f, f)
+    tail = run.catch(() => undefined)
+    return run
+  }
+}
+
+/**
+ * Waits until any of the endpoints shows a new block (asked every `pollMs`), at most `maxMs`, or the stop: the reveal
+ * loop's next pass starts as soon as a payment or a lock may have turned final, not a whole renewal later.
+ */
+const newBlock =
+  (readers: ReadonlyArray<{ getBlockNumber: (a: { cacheTime: number }) => Promise<bigint> }>, pollMs: number) =>
+  async (maxMs: number, stop: ReturnType<typeof stopper>) => {
+    const heads = () =>
+      Promise.all(readers.map((r) => r.getBlockNumber({ cacheTime: 0 }).catch(() => undefined))).then((h) => h.join())
+    const end = Date.now() + maxMs
+    const first = await heads()
+    while (!stop.stopped() && Date.now() < end) {
+      await stop.sleep(Math.min(pollMs, end - Date.now()))
+      if ((await heads()) !== first) return
+    }
+  }
 
 export const runMaker = async (
   o: MakerOptions,
@@ -171,10 +229,13 @@ export const runMaker = async (
     },
     o.v2 !== undefined,
   )
+  // Replaced while takes can still use it (more than the lock cutoff left), with a margin: see republishBeforeMs.
+  const republishBefore = republishBeforeMs(validitySeconds, info.settlement.lock_cutoff_seconds)
   log(
     `maker: quoting order ${o.order} on ${o.venue} (settlement v${o.v2 === undefined ? 1 : 2}) for identity ` +
       `${o.identity}: ${o.quotes.map((q) => `${q.venue} supply ${q.supply} per receive ${q.receive}, min fill ${q.minFill}`).join("; ")}` +
-      `; quote size ${o.quoteSize}, sets valid ${validitySeconds} s, lease ttl ${o.ttlSeconds} s renewed every ${o.renewSeconds} s`,
+      `; quote size ${o.quoteSize}, sets valid ${validitySeconds} s and replaced when less than ${republishBefore / 1000} s ` +
+      `is left (lock cutoff ${info.settlement.lock_cutoff_seconds} s), lease ttl ${o.ttlSeconds} s renewed every ${o.renewSeconds} s`,
   )
   const known: Array<QuoteSetV2> = []
   const reveals = o.v2 === undefined ? undefined : revealLoop(o, o.v2, venues, () => known, log)
@@ -298,7 +359,7 @@ export const runMaker = async (
       })
       served += outcomes.filter((x) => x.kind === "revealed").length
       if (refused !== undefined && reveals.watching().length === 0 && Date.now() > revealHorizon()) return
-      await stop.sleep(o.renewSeconds * 1000)
+      await reveals.newBlock(o.renewSeconds * 1000, stop)
     }
   })()
   // Heartbeat lines until the loops end (its own stopper: a sleep the end of the loops cuts short).
@@ -330,8 +391,7 @@ export const runMaker = async (
         service.ok()
         attempt = 0
         // A lease that lapsed during an outage comes back with a new generation: the set is made again under it.
-        const stale =
-          published.generation !== generation || published.validUntil * 1000 - Date.now() < (validitySeconds * 1000) / 2
+        const stale = published.generation !== generation || published.validUntil * 1000 - Date.now() < republishBefore
         if (stale) await publish()
         await stop.sleep(o.renewSeconds * 1000)
       } catch (e) {
@@ -368,6 +428,6 @@ const runRevealOnly = async (
   log("reveal loop only: watching payments to this maker")
   while (!stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)) {
     await loop.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-    await stop.sleep(o.renewSeconds * 1000)
+    await loop.newBlock(o.renewSeconds * 1000, stop)
   }
 }

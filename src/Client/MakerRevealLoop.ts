@@ -15,6 +15,12 @@
  * yet, payment not final yet) keeps the payment under watch; others drop it. One log line per reveal and per new
  * refusal, never a secret.
  *
+ * The payments under watch are independent: a pass checks and reveals up to `revealConcurrency` of them at once
+ * (each still only once its payment and lock are final), so one slow reveal (its claimPayment waits for a receipt)
+ * does not hold up the others. A pass ends when all of them are done, so what it returns and what it records as sent
+ * are as before; a failure of one does not stop the others, and the pass then fails (the first error) once they
+ * have all settled, so nothing of a failed pass is still running when the next one starts.
+ *
  * Browser-safe: viem only (the claim broadcaster is given by the caller).
  */
 import { type Address, decodeFunctionData, getAbiItem, getAddress, type Hex, type PublicClient } from "viem"
@@ -42,7 +48,11 @@ export interface RevealLoopConfig extends MakerConfig {
 export interface RevealLoopDeps {
   /** The maker chain's reader. */
   readonly maker: RevealReader
-  /** Per taker chain id: its reader and the broadcaster of `claimPayment(digest, secret)` from the maker's key. */
+  /**
+   * Per taker chain id: its reader and the broadcaster of `claimPayment(digest, secret)` from the maker's key, which
+   * resolves once the transaction is included (its hash). Called for several payments at once (up to
+   * `revealConcurrency`): the broadcaster must keep its sends' nonces apart (infra/maker/Run.ts sends one at a time).
+   */
   readonly takers: Readonly<
     Record<number, { readonly reader: RevealReader; readonly claimPayment: (digest: Hex, secret: Hex) => Promise<Hex> }>
   >
@@ -53,6 +63,34 @@ export interface RevealLoopDeps {
   readonly log: (line: string) => void
   /** Sets this process published (a fallback when a lock's calldata is not a direct `lock` call). */
   readonly knownSets?: () => ReadonlyArray<QuoteSetV2>
+  /** How many watched payments a pass checks and reveals at once (default REVEAL_CONCURRENCY). */
+  readonly revealConcurrency?: number
+}
+
+/** Payments a pass checks and reveals at once, by default. */
+export const REVEAL_CONCURRENCY = 16
+
+/**
+ * `f` over `items`, at most `limit` at a time; the results in the items' order. Every item is tried: the first
+ * failure is thrown only once all have settled.
+ */
+const pooled = async <A, B>(items: ReadonlyArray<A>, limit: number, f: (a: A) => Promise<B>): Promise<Array<B>> => {
+  const out: Array<B> = new Array(items.length)
+  const failures: Array<unknown> = []
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      try {
+        out[i] = await f(items[i]!)
+      } catch (e) {
+        failures.push(e)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker))
+  if (failures.length > 0) throw failures[0]
+  return out
 }
 
 export type RevealOutcome =
@@ -212,17 +250,18 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
       // The later of the local clock and the taker chain's newest block (MakerReveal's `now`).
       // biome-ignore lint/complexity/useMathMinMax: bigints (Math.max takes numbers)
       const now = [latest.timestamp, deps.nowSeconds()].reduce((a, b) => (a > b ? a : b))
-      for (const [digest, on] of watching) {
-        if (on !== chainId) continue
+      // Each watched payment of this chain, up to revealConcurrency at once (a snapshot: only the scan adds to it).
+      const mine = [...watching].filter(([, on]) => on === chainId).map(([digest]) => digest)
+      const decided = await pooled(mine, deps.revealConcurrency ?? REVEAL_CONCURRENCY, async (digest) => {
         const payment = await readPayment(t.reader, atT, getAddress(taker.escrow), digest)
         if (payment.state !== "Held") {
           watching.delete(digest)
-          continue
+          return undefined
         }
         // Our claimPayment is on its way: the payment leaves Held once its block is final. Still Held at a finalized
         // head past the block it was sent by: it is not in the chain (reorged out or dropped), so reveal again.
         const sentBy = sent.get(digest)
-        if (sentBy !== undefined && atT.blockNumber < sentBy) continue
+        if (sentBy !== undefined && atT.blockNumber < sentBy) return undefined
         sent.delete(digest)
         const lock = await readLock(deps.maker, atM, makerEscrow, digest)
         const ref = { owner: getAddress(lock.owner), orderId: lock.orderId, sequence: lock.sequence }
@@ -235,18 +274,16 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
             codes: [lock.state === "None" ? "lock_state" : set === undefined ? "quote_set" : "lock_order"],
           }
           report(outcome)
-          outcomes.push(outcome)
           if (lock.state !== "None") watching.delete(digest)
-          continue
+          return outcome
         }
         const decision = decideReveal({ config, quoteSet: set, hashlocks: hashlocksOf(set), payment, lock, now })
         if (!decision.reveal) {
           const codes = [...new Set(decision.reasons.map((r) => r.code))]
           const outcome: RevealOutcome = { digest, kind: "refused", codes }
           report(outcome)
-          outcomes.push(outcome)
           if (!codes.every((c) => TRANSIENT.has(c))) watching.delete(digest)
-          continue
+          return outcome
         }
         let tx: Hex
         try {
@@ -254,13 +291,14 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
         } catch (e) {
           // Only the error's name: a client error's message may quote the call's arguments (the secret).
           deps.log(`claimPayment for ${digest} failed (${e instanceof Error ? e.name : "error"}); retried next pass`)
-          continue
+          return undefined
         }
         sent.set(digest, (await t.reader.getBlock({ blockTag: "latest" })).number)
         const outcome: RevealOutcome = { digest, kind: "revealed", hashlockIndex: decision.hashlockIndex, tx }
         report(outcome)
-        outcomes.push(outcome)
-      }
+        return outcome
+      })
+      for (const outcome of decided) if (outcome !== undefined) outcomes.push(outcome)
     }
     return outcomes
   }

@@ -54,10 +54,14 @@ const chainOf = (chainId: number, kind: "hyperliquid" | "aster", blockTime?: num
     (c) => Effect.promise(() => c.anvil.stop()),
   )
 
-/** Both chains and the service's config file; `settlement` is merged into the config's (devnet timing). */
+/** Both chains and the service's config file; `settlement` is merged into the config's (devnet timing), `limits` too. */
 export const v2Stack = (
   url: Redacted.Redacted<string>,
-  options: { readonly settlement?: Record<string, unknown>; readonly blockTime?: number } = {},
+  options: {
+    readonly settlement?: Record<string, unknown>
+    readonly limits?: Record<string, unknown>
+    readonly blockTime?: number
+  } = {},
 ) =>
   Effect.gen(function* () {
     const [hl, aster] = yield* Effect.all([chainOf(999, M, options.blockTime), chainOf(42161, T, options.blockTime)], {
@@ -78,6 +82,7 @@ export const v2Stack = (
       auth: { rpc_urls: [hl.anvil.rpcUrl] },
       operator_key: key(OPERATOR),
       settlement: { escrow_version: 2, ...options.settlement },
+      ...(options.limits ? { limits: options.limits } : {}),
     }
     const file = join(mkdtempSync(join(tmpdir(), "settlement-v2-e2e-")), "config.json")
     writeFileSync(file, JSON.stringify(config))
@@ -227,15 +232,32 @@ export interface MakerProcess {
 /**
  * `npm run maker` (its script) for the order in v2 mode, quoting 1:1 into aster, as a child process. Its lease is
  * asked for 60 s, so the tests' short service stops do not lapse it (the client keeps revealing through an outage
- * either way since dcf306f; maker-client-outage-v2 tests that).
+ * either way since dcf306f; maker-client-outage-v2 tests that). `hashlocks` per set (a fill each), default 32;
+ * `validity` of each set, default 120 s.
  */
-export const runMakerClient = (s: V2Stack, m: V2Maker, credential: string): MakerProcess => {
+export const runMakerClient = (
+  s: V2Stack,
+  m: V2Maker,
+  credential: string,
+  hashlocks = 32,
+  validity = 120,
+): MakerProcess => {
   const args = [
     ...["--api", s.api, "--identity", m.identityId, "--order", m.orderId, "--venue", M],
     ...["--quote", `${T}:${m.payee.address}:1000000:1000000:100000`, "--quote-size", m.amount.toString()],
-    ...["--ttl", "60", "--renew", "1", "--validity", "120", "--owner", m.owner.address],
+    ...["--ttl", "60", "--renew", "1", "--validity", String(validity), "--owner", m.owner.address],
     ...["--escrow-v2", `${M}=${s.hl.escrowV2!}`, "--escrow-v2", `${T}=${s.aster.escrowV2!}`],
-    ...["--rpc", `${M}=${s.hl.anvil.rpcUrl}`, "--rpc", `${T}=${s.aster.anvil.rpcUrl}`, "--hashlocks", "32"],
+    ...[
+      "--rpc",
+      `${M}=${s.hl.anvil.rpcUrl}`,
+      "--rpc",
+      `${T}=${s.aster.anvil.rpcUrl}`,
+      "--hashlocks",
+      String(hashlocks),
+      // The stack's chains make a block every 250 ms (or each second): receipts and new blocks looked for as often.
+      "--poll-ms",
+      "250",
+    ],
   ]
   const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
     env: { ...process.env, MAKER_CREDENTIAL: credential, MAKER_SIGNER_KEY: m.signerKey, MAKER_PAYEE_KEY: m.payeeKey },
