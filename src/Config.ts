@@ -182,8 +182,12 @@ export class Limits extends Schema.Class<Limits>("Limits")({
   request_burst: Schema.optionalWith(PositiveInt, { default: () => 120 }),
   body_bytes: Schema.optionalWith(PositiveInt, { default: () => 65536 }),
   batch_orders: Schema.optionalWith(PositiveInt, { default: () => 20 }),
-  lease_seconds_min: Schema.optionalWith(PositiveInt, { default: () => 5 }),
-  lease_seconds_max: Schema.optionalWith(PositiveInt, { default: () => 120 }),
+  /**
+   * The spec fixes a lease's ttl_seconds at 5 to 120 and the route's schema applies exactly that, so these are
+   * advertised by /v1/info and any other value is refused at start rather than advertised and not applied.
+   */
+  lease_seconds_min: Schema.optionalWith(Schema.Literal(5), { default: () => 5 as const }),
+  lease_seconds_max: Schema.optionalWith(Schema.Literal(120), { default: () => 120 as const }),
   quote_validity_seconds_max: Schema.optionalWith(PositiveInt, { default: () => 300 }),
   take_parts_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 8)), { default: () => 8 }),
   pay_window_seconds: Schema.optionalWith(PositiveInt, { default: () => 120 }),

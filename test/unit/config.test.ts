@@ -29,6 +29,9 @@ describe("deployment config", () => {
         [{ ...base, venues: [{ ...base.venues[0], escrow: "0x12" }] }, "venues.0.escrow"],
         [{ ...base, app_origins: ["https://app.example.com/path"] }, "app_origins.0"],
         [{ ...base, limits: { take_parts_max: 9 } }, "limits.take_parts_max"],
+        // The spec fixes a lease at 5–120 s and the route applies that: another value would be advertised, not applied.
+        [{ ...base, limits: { lease_seconds_min: 1 } }, "limits.lease_seconds_min"],
+        [{ ...base, limits: { lease_seconds_max: 300 } }, "limits.lease_seconds_max"],
         [{ ...base, surprise: true }, "surprise"],
         [{ ...base, venues: [base.venues[0], base.venues[0]] }, "venues"],
       ]
