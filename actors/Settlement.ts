@@ -46,6 +46,7 @@ import {
   keysOf,
   outcomesOf,
   recordCall,
+  rollUpTake,
   type SettlingFill,
   settlementPendingTakes,
   settlingFills,
@@ -275,6 +276,10 @@ export const stepSettlement =
         take.escrow_version === 2
           ? yield* settleTakeV2(takeId, chainTimes, pageSize)
           : yield* settleTakeV1(open, takeId, chainTimes, pageSize)
+      // The fills of a pass finish in concurrent transactions, each rolling the take up only if it sees no other fill
+      // open: two that finish together each see the other open (not yet committed), and neither rolls it up. Once
+      // they have committed, one more roll-up (a guarded no-op otherwise) moves the take on.
+      if (pass.acted > 0 || pass.open === 0) yield* rollUpTake(takeId)
       if (pass.open === 0) return idle
       return pass.acted > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
     }).pipe(Effect.annotateLogs({ take_id: takeId }))

@@ -142,8 +142,8 @@ export const settlingFills = (
 
 /**
  * Takes the Settlement entity (one per take, actors/Settlement.ts) still has to drive: reserved (their pay window
- * ends them) or signed with a fill not yet final. `venue`: only takes with a fill on that venue (an escrow index
- * page of it may have changed them).
+ * ends them), signed with a fill not yet final, or signed with every fill final but not rolled up. `venue`: only
+ * takes on that venue (an escrow index page of it may have changed them).
  */
 export const settlementPendingTakes = (venue?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -154,7 +154,14 @@ export const settlementPendingTakes = (venue?: string) =>
       select f.take_id::text from fills f join takes t on t.id = f.take_id
       where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
         and t.state = 'signed'
-        ${venue === undefined ? sql`` : sql`and (f.maker_venue = ${venue} or f.taker_venue = ${venue})`}`.pipe(
+        ${venue === undefined ? sql`` : sql`and (f.maker_venue = ${venue} or f.taker_venue = ${venue})`}
+      union
+      -- a signed take whose fills are all final but was never rolled up (fills that finished together): its step
+      -- rolls it up (actors/Settlement.ts)
+      select t.id::text from takes t where t.state = 'signed'
+        and exists (select 1 from fills f where f.take_id = t.id)
+        and not exists (select 1 from fills f where f.take_id = t.id and not f.final)
+        ${venue === undefined ? sql`` : sql`and (t.from_venue = ${venue} or t.to_venue = ${venue})`}`.pipe(
       Effect.map((rows) => rows.map((r) => r.id)),
     ),
   )
