@@ -20,8 +20,8 @@ const RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.sp
  * the truth; the entity only keeps the timer and which generation's backstop it wrote.
  *
  * - `Renew` runs the renewal's one statement (renewLease) and answers it. The lease then ends, unless renewed
- *   again, `remaining_ms` later in database time: the entity sleeps that long in memory (the timer of the last
- *   renewal replaces the previous one) and runs the expiry: one guarded UPDATE and its journal row per
+ *   again, `remaining_ms` later in database time: the entity sleeps that long in memory (one timer; a renewal
+ *   moves its deadline) and runs the expiry: one guarded UPDATE and its journal row per
  *   generation (expireLease), on the runner that hosts the identity.
  * - When a generation starts (first renewal this instance sees of it), one persisted `Backstop` is written for
  *   the expiry, keyed by the generation (written again by a new instance, it is the same row). If the runner
@@ -57,25 +57,44 @@ const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
       ),
     )
 
-    /** The in-memory timer: at the expiry, expire; a lease found still live (renewed meanwhile) is slept again. */
-    const expireAfter = (ms: number): Effect.Effect<void> =>
-      Effect.sleep(Duration.millis(Math.max(0, ms))).pipe(
-        Effect.zipRight(
-          expireOnce.pipe(
-            Effect.tapErrorCause((cause) =>
-              Effect.logWarning("lease expiry failed; retrying", cause).pipe(
-                Effect.zipRight(Clock.currentTimeMillis),
-                Effect.flatMap((now) => board.entityFailed(KIND, publicFailureMessage(cause), now)),
-              ),
+    /**
+     * The in-memory timer. `deadline` is when the lease ends by the last answer this instance saw (this runner's
+     * clock, ms); one timer fiber sleeps towards it and, woken, sleeps again if a renewal moved it later. A renewal
+     * therefore only moves the number (no fiber per renewal); one that brings the end nearer (a shorter ttl)
+     * restarts the timer. At the end: expire; a lease found still live (renewed elsewhere) is slept again.
+     */
+    let deadline = 0
+    /** What the timer fiber sleeps until; null while it is not sleeping (expiring, or not running). */
+    let sleepingUntil: number | null = null
+    const expireWhenDue: Effect.Effect<void> = Effect.gen(function* () {
+      for (;;) {
+        const now = yield* Clock.currentTimeMillis
+        if (deadline > now) {
+          sleepingUntil = deadline
+          yield* Effect.sleep(Duration.millis(deadline - now)).pipe(
+            Effect.ensuring(Effect.sync(() => (sleepingUntil = null))),
+          )
+          continue
+        }
+        const outcome = yield* expireOnce.pipe(
+          Effect.tapErrorCause((cause) =>
+            Effect.logWarning("lease expiry failed; retrying", cause).pipe(
+              Effect.zipRight(Clock.currentTimeMillis),
+              Effect.flatMap((at) => board.entityFailed(KIND, publicFailureMessage(cause), at)),
             ),
-            Effect.retry(RETRY),
-            Effect.orDie,
           ),
-        ),
-        Effect.flatMap((outcome) => (outcome._tag === "Live" ? expireAfter(outcome.remaining_ms) : Effect.void)),
-        annotate,
-      )
-    const arm = (ms: number) => FiberHandle.run(timer, expireAfter(ms))
+          Effect.retry(RETRY),
+          Effect.orDie,
+        )
+        if (outcome._tag !== "Live") return
+        deadline = (yield* Clock.currentTimeMillis) + Math.max(0, outcome.remaining_ms)
+      }
+    }).pipe(annotate)
+    const arm = (ms: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        deadline = now + Math.max(0, ms)
+        return sleepingUntil !== null && deadline >= sleepingUntil ? Effect.void : FiberHandle.run(timer, expireWhenDue)
+      })
 
     /** Writes the persisted backstop, due in `ms` (`key` de-duplicates it). */
     const writeBackstop = (key: string, generation: string, ms: number) =>

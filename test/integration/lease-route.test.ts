@@ -11,6 +11,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts"
 import { bearer, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
@@ -174,6 +175,39 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("lease route"
       const conflict = yield* put(master, identity.id, '{"ttl_seconds":30}')
       expect([conflict.status, code(conflict)]).toEqual([409, "STATE_CONFLICT"])
       expectStandardHeaders(conflict)
+    }),
+  )
+
+  // The lease entity keeps one timer per identity and a renewal only moves its deadline; a renewal that brings the end
+  // nearer must restart it, or the lease would be expired at the longer ttl's time.
+  it.effect("a shorter renewal brings the expiry forward: the expiry event comes at the new end", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const master = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const identity = yield* registerIdentity(base, master, privateKeyToAccount(generatePrivateKey()))
+      const quote = yield* issueCredential(base, master, identity.id, ["quote"])
+      const put = (ttl: number) =>
+        rawRequest(`${base}/v1/quote-identities/${identity.id}/lease`, {
+          method: "PUT",
+          headers: { ...bearer(quote.token), "content-type": PLAIN },
+          body: JSON.stringify({ ttl_seconds: ttl }),
+        })
+      expect((yield* put(120)).status).toBe(200)
+      const short = yield* put(5)
+      expect(short.status).toBe(200)
+      const generation = (short.json as { generation: string }).generation
+      const [row] = yield* pollUntil(
+        sql<{ late_ms: number }>`
+          select (extract(epoch from j.created_at - (j.payload->>'expires_at')::timestamptz) * 1000)::float8 as late_ms
+          from journal j where j.kind = 'quote_identity.lease_expired'
+            and j.payload->>'identity_id' = ${identity.id} and j.payload->>'generation' = ${generation}`,
+        (rows) => rows.length > 0,
+        { every: "200 millis", within: "60 seconds" },
+      )
+      // Written at the 5 s end (within the watchers' 1.5 s bound), not at the 120 s one.
+      expect(row!.late_ms).toBeGreaterThanOrEqual(0)
+      expect(row!.late_ms).toBeLessThan(1500)
     }),
   )
 })
