@@ -51,6 +51,7 @@ import {
   venueRefClaimed,
   type WithdrawalRow,
 } from "../src/Withdrawals/Repo.ts"
+import { withdrawalView } from "../src/Withdrawals/View.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 const BATCH = 64
@@ -91,7 +92,7 @@ const submit = (id: string, intent: typeof WithdrawalIntent.Type) =>
     switch (outcome._tag) {
       case "Created":
       case "Existing":
-        return { id: outcome.row.id }
+        return withdrawalView(outcome.row)
       case "Expired":
         return yield* new ChallengeExpired({ message: "the preparation expired; prepare and sign again" })
       case "NotLinked":

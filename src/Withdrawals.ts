@@ -129,8 +129,8 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
       const made = yield* run(withdrawalOfPreparation(prep.id)).pipe(Effect.orDie)
       if (Option.isSome(made)) return withdrawalView(made.value)
       yield* access
-      // A new intent: the account's desk queues it in one transaction and answers.
-      const accepted = yield* callEntity(
+      // A new intent: the account's desk queues it in one transaction and answers with the row it wrote.
+      return yield* callEntity(
         desks(withdrawalDeskId(prep.venue, prep.address)).Submit({
           id: yield* run(randomUuid),
           digest: digest.right,
@@ -138,9 +138,6 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
         }),
         { what: "withdrawal" },
       )
-      const row = yield* run(findWithdrawal(accepted.id)).pipe(Effect.orDie)
-      if (Option.isNone(row)) return yield* Effect.dieMessage(`withdrawal ${accepted.id} accepted but not found`)
-      return withdrawalView(row.value)
     })
 
     /** One withdrawal of the master's, in its current state; NOT_FOUND for another master's. */

@@ -7,6 +7,7 @@ import { Rpc } from "@effect/rpc"
 import { Schema } from "effect"
 import { Tick, Wake } from "../Cluster/Keyed.ts"
 import { ChallengeExpired, NotFound, WithdrawalPending } from "../Domain/Errors.ts"
+import { Withdrawal } from "./Api.ts"
 
 /** The entity id of a venue account's desk. */
 export const withdrawalDeskId = (venue: string, address: string) => `${venue}:${address.toLowerCase()}`
@@ -14,9 +15,13 @@ export const withdrawalDeskId = (venue: string, address: string) => `${venue}:${
 /** A signed preparation to queue: its digest (the client's key), the signature, the new withdrawal's id. */
 export const WithdrawalIntent = Schema.Struct({ id: Schema.String, digest: Schema.String, signature: Schema.String })
 
+/**
+ * The answer is the withdrawal as the desk's transaction left it (queued at revision 1 when it made it), not as read
+ * afterwards: the desk starts sending it at once, and the route's answer would otherwise depend on that race.
+ */
 export const Submit = Rpc.make("Submit", {
   payload: WithdrawalIntent.fields,
-  success: Schema.Struct({ id: Schema.String }),
+  success: Withdrawal,
   error: Schema.Union(ChallengeExpired, NotFound, WithdrawalPending),
   primaryKey: (p) => `${p.digest}/${p.id}`,
 }).annotate(ClusterSchema.Persisted, true)
