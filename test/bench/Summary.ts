@@ -39,3 +39,11 @@ export const summarize = (row: Omit<SummaryRow, "load" | "met"> & { readonly atL
 
 /** Thousands separators, no decimals: 24100.4 → "24,100". */
 export const whole = (n: number) => Math.round(n).toLocaleString("en-US")
+
+/**
+ * Seconds each measured path runs before its first measured phase (BENCH_WARMUP_SECONDS, default 10). The JIT takes
+ * that long to settle on a path of the service (a lease renewal went from ~260 to ~370 /s over its first 12 s on the
+ * 2-core machine, then stayed); a 1 s warm-up measured the compiler's progress, which favours the shorter code path,
+ * not what a long-running service does. Every side of a comparison gets the same warm-up.
+ */
+export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 10)

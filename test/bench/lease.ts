@@ -20,7 +20,9 @@
  * npm run bench sets). The credentials' request budget is set out of reach: each loop renews as fast as it can, far
  * above a real bot's rate, and would otherwise measure 429s. The service is one process (the entity is local).
  *
- *   BENCH_STATEMENT_STATS=true npx tsx test/bench/lease.ts     (BENCH_LEASE_SIZES, BENCH_SECONDS per phase)
+ * Each path first runs WARMUP_SECONDS unmeasured (Summary.ts: the JIT settles on a path in about that long).
+ *
+ *   BENCH_STATEMENT_STATS=true npx tsx test/bench/lease.ts  (BENCH_LEASE_SIZES, BENCH_SECONDS per phase, BENCH_WARMUP_SECONDS)
  */
 import { loadavg } from "node:os"
 import { SqlClient } from "@effect/sql"
@@ -39,7 +41,7 @@ import { baseUrl, TestHttpOnClusterLive } from "../support/TestServer.ts"
 import { costMeter, type PerUnit, printSweep } from "./Cost.ts"
 import { bareLeaseServer, leaseClient } from "./LeaseBare.ts"
 import { type LeaseIdentity, seedIdentities } from "./LeaseSeed.ts"
-import { summarize, whole } from "./Summary.ts"
+import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
 const SIZES = (process.env.BENCH_LEASE_SIZES ?? "32,1000,10000")
   .split(",")
@@ -155,10 +157,10 @@ const program = Effect.gen(function* () {
     console.log(`${n - live} new leases live in ${((performance.now() - first) / 1000).toFixed(1)} s`)
     live = Math.max(live, n)
     if (rows.length === 0) {
-      // JIT and connections warm for all three before the first measured phase.
-      yield* measure(n, 1, raw)
-      yield* measure(n, 1, renew)
-      yield* measure(n, 1, bareRenew)
+      // JIT and connections warm for all three before the first measured phase (WARMUP_SECONDS each).
+      yield* measure(n, WARMUP_SECONDS, raw)
+      yield* measure(n, WARMUP_SECONDS, renew)
+      yield* measure(n, WARMUP_SECONDS, bareRenew)
     }
     const baseline = yield* measure(n, SECONDS, raw)
     const ours = yield* measure(n, SECONDS, renew)
