@@ -26,11 +26,7 @@ import {
   WITHDRAWAL_QUEUED,
   WITHDRAWAL_RELAYED,
 } from "./Examples.ts"
-
-export const WithdrawalTarget = Schema.Literal("wallet", "signer").annotations({
-  identifier: "WithdrawalTarget",
-  description: "signer: the linked address on the escrow chain; wallet: the account's venue wallet",
-})
+import { WithdrawalTarget, WithdrawalView } from "./View.ts"
 
 /** 65-byte r‖s‖v; the shape rules (v, low s) are checked by the Withdrawals service so each gets its own code. */
 const Signature65 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{130}$/))
@@ -41,28 +37,7 @@ const TypedDataBody = Schema.Record({ key: Schema.String, value: Schema.Unknown 
   description: "the typed_data returned by POST /v1/withdrawals/prepare, unchanged",
 })
 
-export const Withdrawal = Schema.Struct({
-  id: Schema.String,
-  venue: Schema.String,
-  /** The venue account (linked address) that signed it. */
-  address: Schema.String,
-  amount: Schema.String,
-  to: Schema.NullOr(WithdrawalTarget),
-  destination: Schema.String,
-  state: Schema.Literal("queued", "submitting", "relayed", "failed", "unknown"),
-  /** The venue's reference of the transfer: absent until the venue acknowledged it (spec types it string). */
-  venue_ref: Schema.optional(Schema.String).annotations({
-    description: "the venue's reference; absent until the venue acknowledged the transfer (never null)",
-  }),
-  error: Schema.String,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  /** When the venue acknowledged it: absent until then (spec types it timestamp, never null). */
-  relayed_at: Schema.optional(Timestamp).annotations({
-    description: "when the venue acknowledged the transfer; absent until then (never null)",
-  }),
-  revision: Schema.String,
-}).annotations({
+export const Withdrawal = WithdrawalView.annotations({
   identifier: "Withdrawal",
   description:
     "A withdrawal from a linked venue account: amount in base units of the venue's token, paid to destination. " +

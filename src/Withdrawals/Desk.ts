@@ -7,7 +7,7 @@ import { Rpc } from "@effect/rpc"
 import { Schema } from "effect"
 import { Tick, Wake } from "../Cluster/Keyed.ts"
 import { ChallengeExpired, NotFound, WithdrawalPending } from "../Domain/Errors.ts"
-import { Withdrawal } from "./Api.ts"
+import { WithdrawalView } from "./View.ts"
 
 /** The entity id of a venue account's desk. */
 export const withdrawalDeskId = (venue: string, address: string) => `${venue}:${address.toLowerCase()}`
@@ -21,7 +21,7 @@ export const WithdrawalIntent = Schema.Struct({ id: Schema.String, digest: Schem
  */
 export const Submit = Rpc.make("Submit", {
   payload: WithdrawalIntent.fields,
-  success: Withdrawal,
+  success: WithdrawalView,
   error: Schema.Union(ChallengeExpired, NotFound, WithdrawalPending),
   primaryKey: (p) => `${p.digest}/${p.id}`,
 }).annotate(ClusterSchema.Persisted, true)
