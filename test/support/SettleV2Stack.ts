@@ -113,7 +113,8 @@ export const timedFetch: typeof fetch = (input, init) =>
 /**
  * Starts the service and waits until its API answers. A fresh RUNNER_PORT each start: between a kill and the restart
  * another process on the machine may take the old one as an ephemeral port. A start that still finds a port taken
- * (the process logs EADDRINUSE and may stay up without its API) is killed and tried again, up to 5 times.
+ * (the runner's socket logs EADDRINUSE and the process may stay up without its API; the API's port exits with "PORT …
+ * is already in use", src/StartupChecks.ts) is killed and tried again, up to 5 times.
  */
 export const startV2Service = (s: V2Stack, extraEnv: Record<string, string> = {}) =>
   Effect.gen(function* () {
@@ -121,7 +122,7 @@ export const startV2Service = (s: V2Stack, extraEnv: Record<string, string> = {}
       const runnerPort = yield* freePort.pipe(Effect.orDie)
       const service = spawnService({ ...s.env, RUNNER_PORT: String(runnerPort), ...extraEnv })
       const gone = () => service.child.exitCode !== null || service.child.signalCode !== null
-      const portTaken = () => service.output().includes("EADDRINUSE")
+      const portTaken = () => /EADDRINUSE|is already in use/.test(service.output())
       yield* pollUntil(
         Effect.promise(() =>
           timedFetch(`${s.api}/v1/info`).then(
