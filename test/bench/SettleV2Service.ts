@@ -6,9 +6,11 @@ import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { authorizePayment, httpTakerApi, type TakerApi, TakerApiError } from "../../src/Client/TakerFlow.ts"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { account, sendCalls } from "../support/ChainDevnet.ts"
+import { rawRequest } from "../support/Http.ts"
 import { pollUntil } from "../support/Poll.ts"
 import {
   fillRows,
+  killNow,
   runMakerClient,
   takeV2,
   type V2Stack,
@@ -16,6 +18,7 @@ import {
   v2Maker,
   v2Taker,
 } from "../support/SettleV2Stack.ts"
+import { bearer } from "../support/SignIn.ts"
 import type { Watcher } from "./SettleV2Watch.ts"
 
 /**
@@ -45,7 +48,18 @@ export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
       (rows) => rows.length === 1,
       { every: "250 millis", within: "60 seconds" },
     )
-    return client
+    // The maker leaving (the next size's takes must not pick this order's spare liquidity under a set whose maker no
+    // longer reveals: its lease would keep the set admissible for up to 60 s): the set cancelled with the maker's
+    // credential, as `npm run maker -- close` does, then the process killed.
+    const retire = Effect.gen(function* () {
+      const res = yield* rawRequest(`${s.api}/v1/orders/${maker.orderId}/quotes`, {
+        method: "DELETE",
+        headers: bearer(credential),
+      })
+      if (res.status !== 200) return yield* Effect.dieMessage(`cancel quotes: ${res.status} ${res.text}`)
+      yield* killNow(client)
+    })
+    return { client, retire }
   })
 
 /**

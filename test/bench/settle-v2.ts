@@ -24,7 +24,10 @@
  * the maker client, both anvils, PostgreSQL) and the database statements (pg_stat_statements, loaded when
  * BENCH_STATEMENT_STATS=true) over the timed part (test/bench/Cost.ts). Only prints; no assertion on time.
  */
+import { mkdirSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
@@ -112,7 +115,8 @@ const program = Effect.gen(function* () {
       step("raw takes claimed")
 
       // The service with the maker client and the scripted taker.
-      procs.maker = yield* startMaker(s, n, PER_FILL)
+      const maker = yield* startMaker(s, n, PER_FILL)
+      procs.maker = maker.client
       const takers = yield* prepareTakers(s, n, PER_FILL)
       step("maker quoting, takers signed in")
       const before = yield* cost.snapshot
@@ -120,7 +124,7 @@ const program = Effect.gen(function* () {
       const timed = yield* Effect.forEach(takers, (t) => serviceTake(s, w, t, PER_FILL), { concurrency })
       const serviceCost = yield* cost.perUnit(before, n)
       step("service takes claimed")
-      yield* killNow(procs.maker)
+      yield* maker.retire
 
       // Finality of every event seen, then each event's block.
       const [h, a] = yield* Effect.promise(() => Promise.all([s.hl.pub.getBlockNumber(), s.aster.pub.getBlockNumber()]))
@@ -181,13 +185,20 @@ const program = Effect.gen(function* () {
         rawCost,
       } satisfies Point
     }).pipe(
-      // A failed size says why only with the processes' last lines (a take's row alone rarely does).
+      // A failed size says why only with the processes' output (a take's row alone rarely does): the last lines
+      // here, the whole of both under test/bench/out/ (ignored by git).
       Effect.tapErrorCause(() =>
-        Effect.sync(() =>
+        Effect.sync(() => {
+          const dir = join(dirname(fileURLToPath(import.meta.url)), "out")
+          mkdirSync(dir, { recursive: true })
+          const stem = join(dir, `settle-${n}-${Date.now()}`)
+          writeFileSync(`${stem}-maker.log`, procs.maker?.output() ?? "")
+          writeFileSync(`${stem}-service.log`, procs.service?.output() ?? "")
           console.error(
-            `--- maker client:\n${procs.maker?.output().slice(-6000)}\n--- service:\n${procs.service?.output().slice(-4000)}`,
-          ),
-        ),
+            `--- maker client:\n${procs.maker?.output().slice(-6000)}\n--- service:\n${procs.service?.output().slice(-4000)}\n` +
+              `(whole output: ${stem}-maker.log, ${stem}-service.log)`,
+          )
+        }),
       ),
       Effect.provide(db),
       Effect.orDie,
