@@ -16,6 +16,7 @@ import { Api } from "../../src/Http/Api.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
 import { ApiLive, httpLayer } from "../../src/Http/Server.ts"
 import { batchedSink, loggingLayer } from "../../src/Observability/Log.ts"
+import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -135,6 +136,8 @@ Effect.runPromise(
       ),
     ),
     Effect.scoped,
+    // As main.ts: without an OTLP endpoint in the environment, Effect's tracer is off (outermost: inherited).
+    Effect.provide(TracingLive),
   ),
 ).then(
   () => process.exit(0),

@@ -30,6 +30,7 @@ import { Effect, Layer } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { ClusterLive } from "../../src/Cluster.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
+import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { QuoteIdentityLease } from "../../src/QuoteIdentities/Lease.ts"
 import { sha256 } from "../../src/SecureRandom.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
@@ -246,7 +247,9 @@ const stack = Layer.unwrapScoped(
   ),
 )
 
-Effect.runPromise(program.pipe(Effect.provide(stack), Effect.scoped)).then(
+// TracingLive as main.ts provides it, outermost so every fiber the stack forks inherits it: without an OTLP
+// endpoint in the environment, Effect's tracer is off.
+Effect.runPromise(program.pipe(Effect.provide(stack), Effect.scoped, Effect.provide(TracingLive))).then(
   () => process.exit(0),
   (e) => {
     console.error(e)
