@@ -22,6 +22,7 @@ import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -170,6 +171,7 @@ const main = async () => {
           ),
         ),
         Effect.scoped,
+        Effect.provide(TracingLive), // as main.ts: no OTLP endpoint, Effect's tracer off (outermost: inherited)
       ),
     )
   } finally {

@@ -15,6 +15,7 @@ import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
+import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
@@ -111,6 +112,7 @@ const main = async () => {
           ),
         ),
         Effect.scoped,
+        Effect.provide(TracingLive), // as main.ts: no OTLP endpoint, Effect's tracer off (outermost: inherited)
       ),
     )
     console.log(`relay: ${N} mint transactions to one anvil (automine)`)

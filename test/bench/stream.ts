@@ -20,6 +20,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer } from "effect"
 import { WebSocketServer } from "ws"
 import { runJournalPublisher } from "../../actors/JournalPublisher.ts"
+import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { appendJournal } from "../../src/Sql/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -235,7 +236,10 @@ const Stack = Layer.scopedDiscard(Effect.forkScoped(runJournalPublisher)).pipe(
   ),
 )
 
-Effect.runPromise(program.pipe(Effect.provide(Stack), Effect.scoped, Effect.timeout("600 seconds"))).then(
+// As main.ts: without an OTLP endpoint Effect's tracer is off (TracingLive outermost, so every fiber inherits it).
+Effect.runPromise(
+  program.pipe(Effect.provide(Stack), Effect.scoped, Effect.timeout("600 seconds"), Effect.provide(TracingLive)),
+).then(
   () => process.exit(0),
   (e) => {
     console.error(e)
