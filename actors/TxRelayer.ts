@@ -1,23 +1,12 @@
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, Layer, Queue, Random, Redacted, Schedule, Stream } from "effect"
-import { type Address, type Hex, keccak256, type PublicClient, type TransactionReceipt } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
-import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { Cause, Clock, Duration, Effect, Layer, Queue, Random, Schedule, Stream } from "effect"
+import type { Hex, TransactionReceipt } from "viem"
 import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
-import {
-  decidePending,
-  decodeRevertData,
-  type Fees,
-  initialFees,
-  replacementFees,
-  revertDataOf,
-} from "../src/Chain/RelayerPolicy.ts"
-import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { decidePending, replacementFees } from "../src/Chain/RelayerPolicy.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
-import { parentOf } from "../src/Observability/Tracing.ts"
 import {
   type AttemptRow,
   addAttempt,
@@ -35,8 +24,8 @@ import {
   type RequestRow,
   recordBroadcasts,
   recordRequestError,
-  type SignedAttempt,
 } from "../src/Relayer/Repo.ts"
+import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./TxRelayerChain.ts"
 
 /**
  * TxRelayer: one cluster singleton per (venue chain, operator key), the only nonce authority. Each
@@ -53,42 +42,9 @@ import {
  *   only once its block is at or below the finalized head.
  */
 
-const GWEI = 1_000_000_000n
 /** Queued requests simulated in parallel (the transport batches them into one HTTP request). */
 const SIMULATE_CONCURRENCY = 64
 const MAX_BACKOFF_MS = 15_000
-
-interface Heads {
-  readonly latest: bigint
-  readonly latestHash: Hex
-  readonly parentHash: Hex
-  readonly baseFee: bigint
-  readonly finalized: bigint
-}
-
-type Simulation =
-  | { readonly _tag: "ok"; readonly request: RequestRow; readonly gasLimit: bigint }
-  | { readonly _tag: "reverted"; readonly request: RequestRow; readonly reason: string }
-  | { readonly _tag: "retry"; readonly request: RequestRow; readonly error: string }
-
-const receiptOrNull = (client: PublicClient, hash: Hex) =>
-  rpc("eth_getTransactionReceipt", () =>
-    client.getTransactionReceipt({ hash }).catch((e: unknown) => {
-      if (e instanceof Error && e.name === "TransactionReceiptNotFoundError") return null
-      throw e
-    }),
-  ).pipe(retryRpc)
-
-const transactionKnown = (client: PublicClient, hash: Hex) =>
-  rpc("eth_getTransactionByHash", () =>
-    client.getTransaction({ hash }).then(
-      () => true,
-      (e: unknown) => {
-        if (e instanceof Error && e.name === "TransactionNotFoundError") return false
-        throw e
-      },
-    ),
-  ).pipe(retryRpc)
 
 type FollowOutcome =
   | { readonly _tag: "nothing" }
@@ -114,149 +70,11 @@ export interface RelayerHandle {
 
 export const makeTxRelayer = (venue: VenueConfig) =>
   Effect.gen(function* () {
-    const { deployment, operator } = yield* AppConfig
-    const clients = yield* ChainClients
     const fault = yield* FaultPoint
-    const client = clients.chain(venue.id)
-    if (client === undefined) return yield* Effect.die(new Error(`no chain client for venue ${venue.id}`))
-    const account = privateKeyToAccount(Redacted.value(deployment.operator_key) as Hex)
-    const signer = operator as Address
+    const chain = yield* makeRelayerChain(venue)
+    const { signer, cap, heads, market, sign, broadcast, broadcastNew, simulate, onChainReason } = chain
     const settings = venue.relayer
-    const cap = settings.max_fee_per_gas === undefined ? undefined : BigInt(settings.max_fee_per_gas)
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
-
-    const heads = Effect.gen(function* () {
-      const latest = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: "latest" })).pipe(retryRpc)
-      const confirmations = venue.watcher.confirmations
-      const finalized =
-        confirmations === undefined
-          ? (yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: "finalized" })).pipe(retryRpc)).number
-          : latest.number - BigInt(confirmations)
-      return {
-        latest: latest.number,
-        latestHash: latest.hash,
-        parentHash: latest.parentHash,
-        baseFee: latest.baseFeePerGas ?? GWEI,
-        finalized: finalized ?? 0n,
-      } satisfies Heads
-    })
-
-    const market = (h: Heads) =>
-      rpc("eth_maxPriorityFeePerGas", () => client.estimateMaxPriorityFeePerGas()).pipe(
-        retryRpc,
-        Effect.orElseSucceed(() => GWEI),
-        Effect.map((tip) => initialFees(h.baseFee, tip, cap)),
-      )
-
-    const sign = (r: RequestRow, nonce: bigint, gasLimit: bigint, fees: Fees) =>
-      Effect.promise(() =>
-        account.signTransaction({
-          chainId: venue.chain_id,
-          type: "eip1559",
-          nonce: Number(nonce),
-          to: r.target as Address,
-          data: r.calldata,
-          value: r.value,
-          gas: gasLimit,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        }),
-      ).pipe(
-        Effect.map(
-          (rawTx): SignedAttempt => ({
-            rawTx,
-            txHash: keccak256(rawTx),
-            maxFeePerGas: fees.maxFeePerGas,
-            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-            gasLimit,
-          }),
-        ),
-      )
-
-    const send = (raw: Hex) =>
-      rpc("eth_sendRawTransaction", () => client.request({ method: "eth_sendRawTransaction", params: [raw] })).pipe(
-        Effect.tapError((e) => Effect.logDebug("broadcast answered an error (outcome decided by query)", e.message)),
-        Effect.ignore,
-      )
-
-    /** Sends stored bytes; the answer is not trusted either way (the next pass queries the outcome). */
-    const broadcast = (raws: ReadonlyArray<Hex>) =>
-      Effect.forEach(raws, send, { concurrency: "unbounded", discard: true })
-
-    /**
-     * The first broadcast of newly signed requests. A request stored with its submitter's traceparent (traces
-     * exported: src/Observability/Tracing.ts) is sent inside a `relayer.sent` span of that trace.
-     */
-    const broadcastNew = (
-      persisted: ReadonlyArray<{
-        readonly request: RequestRow
-        readonly nonce: bigint
-        readonly attempt: SignedAttempt
-      }>,
-    ) =>
-      Effect.forEach(
-        persisted,
-        ({ request, nonce, attempt }) => {
-          const parent = parentOf(request.traceParent)
-          return parent === undefined
-            ? send(attempt.rawTx)
-            : send(attempt.rawTx).pipe(
-                Effect.withSpan("relayer.sent", {
-                  parent,
-                  kind: "client",
-                  captureStackTrace: false,
-                  attributes: {
-                    venue: venue.id,
-                    tx_key: request.idempotencyKey,
-                    call: request.functionName,
-                    nonce: nonce.toString(),
-                    tx_hash: attempt.txHash,
-                  },
-                }),
-              )
-        },
-        { concurrency: "unbounded", discard: true },
-      )
-
-    const simulate = (r: RequestRow): Effect.Effect<Simulation> =>
-      Effect.gen(function* () {
-        const call = { account: signer, to: r.target as Address, data: r.calldata, value: r.value } as const
-        const estimate = yield* rpc("eth_estimateGas", () => client.estimateGas({ ...call, blockTag: "pending" })).pipe(
-          Effect.either,
-        )
-        if (estimate._tag === "Right") {
-          const withMargin = (estimate.right * BigInt(settings.gas_margin_percent) + 99n) / 100n
-          const max = BigInt(settings.gas_limit_max)
-          return { _tag: "ok", request: r, gasLimit: withMargin > max ? max : withMargin } as const
-        }
-        const revert = revertDataOf(estimate.left.cause)
-        if (revert.reverted) return { _tag: "reverted", request: r, reason: decodeRevertData(revert.data) } as const
-        // Not a revert as far as the estimate says: eth_call tells a revert from a node problem.
-        const called = yield* rpc("eth_call", () => client.call({ ...call, blockTag: "pending" })).pipe(Effect.either)
-        if (called._tag === "Left") {
-          const r2 = revertDataOf(called.left.cause)
-          if (r2.reverted) return { _tag: "reverted", request: r, reason: decodeRevertData(r2.data) } as const
-        }
-        return { _tag: "retry", request: r, error: `simulation failed: ${estimate.left.message}` } as const
-      })
-
-    /**
-     * Why an included transaction reverted: the call replayed on the state after its block (the
-     * revert left it unchanged), then before it; the first revert data decoded wins.
-     */
-    const onChainReason = (r: RequestRow, receipt: TransactionReceipt) =>
-      Effect.gen(function* () {
-        for (const blockNumber of [receipt.blockNumber, receipt.blockNumber - 1n]) {
-          const replay = yield* rpc("eth_call", () =>
-            client.call({ account: signer, to: r.target as Address, data: r.calldata, value: r.value, blockNumber }),
-          ).pipe(Effect.either)
-          if (replay._tag === "Left") {
-            const d = revertDataOf(replay.left.cause)
-            if (d.reverted) return decodeRevertData(d.data)
-          }
-        }
-        return "reverted on chain"
-      })
 
     const sendQueued = (h: Heads) =>
       Effect.gen(function* () {
@@ -273,11 +91,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         }
         const ok = sims.filter((s): s is Extract<Simulation, { _tag: "ok" }> => s._tag === "ok")
         if (ok.length === 0) return 0
-        const floor = BigInt(
-          yield* rpc("eth_getTransactionCount", () =>
-            client.getTransactionCount({ address: signer, blockTag: "latest" }),
-          ).pipe(retryRpc),
-        )
+        const floor = yield* chain.nonceCount("latest")
         const fees = yield* market(h)
         const persisted = yield* allocateAndPersist(
           venue.id,
@@ -313,10 +127,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         if (h.latestHash === last.hash) return last.number
         if (h.latest === last.number + 1n) return h.parentHash === last.hash ? last.number : -1n
         if (h.latest <= last.number) return -1n
-        const then = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: last.number })).pipe(
-          retryRpc,
-        )
-        return then.hash === last.hash ? last.number : -1n
+        return (yield* chain.blockHashAt(last.number)) === last.hash ? last.number : -1n
       })
 
     const follow = (h: Heads) =>
@@ -328,14 +139,11 @@ export const makeTxRelayer = (venue: VenueConfig) =>
           return 0
         }
         const [latestCount, finalizedCount] = yield* Effect.all(
-          [
-            rpc("eth_getTransactionCount", () => client.getTransactionCount({ address: signer, blockTag: "latest" })),
-            rpc("eth_getTransactionCount", () =>
-              client.getTransactionCount({ address: signer, blockNumber: h.finalized }),
-            ),
-          ],
-          { concurrency: "unbounded" },
-        ).pipe(retryRpc)
+          [chain.nonceCount("latest"), chain.nonceCount(h.finalized)],
+          {
+            concurrency: "unbounded",
+          },
+        )
         const attempts = yield* attemptsOf(open.map((r) => r.id))
         const byRequest = new Map<bigint, Array<AttemptRow>>()
         for (const a of attempts) byRequest.set(a.requestId, [...(byRequest.get(a.requestId) ?? []), a])
@@ -343,7 +151,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         // transaction each, the rare ones (reorged, replaced, replacement) as they are found.
         const outcomes = yield* Effect.forEach(
           open,
-          (r) => followOne(r, byRequest.get(r.id) ?? [], h, BigInt(latestCount), BigInt(finalizedCount), unchanged),
+          (r) => followOne(r, byRequest.get(r.id) ?? [], h, latestCount, finalizedCount, unchanged),
           { concurrency: 32 },
         )
         const at = yield* now
@@ -370,7 +178,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
       Effect.gen(function* () {
         if (r.status === "included" && r.txHash !== null) {
           if (r.blockNumber !== null && r.blockNumber > h.finalized && r.blockNumber <= unchanged) return NOTHING
-          const receipt = yield* receiptOrNull(client, r.txHash)
+          const receipt = yield* chain.receipt(r.txHash)
           if (receipt === null) {
             yield* markReorged(r)
             return NOTHING
@@ -390,13 +198,13 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         const consumed = latestCount > r.nonce
         let receipt: TransactionReceipt | null = null
         if (consumed) {
-          const receipts = yield* Effect.forEach(attempts, (a) => receiptOrNull(client, a.txHash), {
+          const receipts = yield* Effect.forEach(attempts, (a) => chain.receipt(a.txHash), {
             concurrency: "unbounded",
           })
           receipt = receipts.find((x) => x !== null) ?? null
         }
         const headOfLine = r.nonce === latestCount
-        const known = consumed || !headOfLine ? true : yield* transactionKnown(client, last.txHash)
+        const known = consumed || !headOfLine ? true : yield* chain.known(last.txHash)
         const decision = decidePending({
           nonce: r.nonce,
           latestCount,
@@ -505,14 +313,6 @@ export const makeTxRelayer = (venue: VenueConfig) =>
 
     return { handle, run }
   })
-
-const receiptFacts = (receipt: TransactionReceipt): ReceiptFacts => ({
-  txHash: receipt.transactionHash,
-  blockNumber: receipt.blockNumber,
-  blockHash: receipt.blockHash,
-  gasUsed: receipt.gasUsed,
-  success: receipt.status === "success",
-})
 
 /** The relayer's body; it ends only by failing (its supervisor restarts it) or by interruption. */
 export const runTxRelayer = (venue: VenueConfig) =>
