@@ -1,13 +1,12 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Clock, Duration, Effect, Either, Fiber, Layer, Random } from "effect"
-import type { Address, Hex, Log, PublicClient } from "viem"
-import { legacyEscrowAbi, settlementEscrowAbi } from "../src/Chain/artifacts/index.ts"
+import type { Address, Hex, Log } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
-import { decodeLogs, type IndexState } from "../src/Chain/EscrowIndex.ts"
-import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
+import { decodeLogs } from "../src/Chain/EscrowIndex.ts"
+import { describeCause } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { awaitNewHead } from "../src/Chain/HeadWake.ts"
-import { type ChainOrder, type ChainSnapshot, firstMismatch } from "../src/Chain/Integrity.ts"
+import { firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
@@ -26,6 +25,15 @@ import {
 import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
 import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
+import {
+  blockHashAt,
+  ChainMismatch,
+  type Heads,
+  isTerminalOrMismatch,
+  READ_CONCURRENCY,
+  readChainSnapshot,
+  readHeads,
+} from "./VenueWatcherChain.ts"
 
 /**
  * VenueWatcher: one cluster singleton per venue chain. Each poll it reads `latest`, `safe` and
@@ -38,160 +46,13 @@ import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
  * (a defect outside a poll, a failed start) is restarted by its supervisor (src/Cluster/Supervision.ts).
  */
 
-interface Head {
-  readonly number: bigint
-  readonly hash: Hex
-  readonly timestamp: bigint
-}
-
-interface Heads {
-  readonly latest: Head
-  readonly safe: bigint
-  readonly finalized: Head
-}
-
 /** Spent ingesting per poll before the status row is refreshed (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
 /** Recorded block hashes re-checked by each integrity check. */
 const RECHECK_BLOCKS = 64
-/** Concurrent reads of the integrity check (batched into JSON-RPC batches by the transport). */
-const READ_CONCURRENCY = 32
 const MAX_BACKOFF_MS = 15_000
 
-class ChainMismatch extends Error {}
-
 type Fetched = readonly [Either.Either<ReadonlyArray<Log>, RpcError>, Either.Either<Hex | null, RpcError>]
-
-const toHead = (b: { number: bigint | null; hash: Hex | null; timestamp: bigint }, tag: string): Head => {
-  if (b.number === null || b.hash === null) throw new ChainMismatch(`the node returned a pending block for ${tag}`)
-  return { number: b.number, hash: b.hash, timestamp: b.timestamp }
-}
-
-const readHeads = (client: PublicClient, confirmations: number | undefined) =>
-  Effect.gen(function* () {
-    const block = (tag: "latest" | "safe" | "finalized") =>
-      rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: tag })).pipe(
-        Effect.map((b) => toHead(b, tag)),
-        retryRpc,
-      )
-    if (confirmations === undefined) {
-      const [latest, safe, finalized] = yield* Effect.all([block("latest"), block("safe"), block("finalized")], {
-        concurrency: "unbounded",
-      })
-      return { latest, safe: safe.number, finalized } satisfies Heads
-    }
-    const latest = yield* block("latest")
-    const finalizedNumber = latest.number > BigInt(confirmations) ? latest.number - BigInt(confirmations) : 0n
-    const finalized = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: finalizedNumber })).pipe(
-      Effect.map((b) => toHead(b, "finalized")),
-      retryRpc,
-    )
-    const half = BigInt(Math.floor(confirmations / 2))
-    return { latest, safe: latest.number > half ? latest.number - half : 0n, finalized } satisfies Heads
-  })
-
-const blockHashAt = (client: PublicClient, n: bigint) =>
-  rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: n })).pipe(
-    Effect.map((b) => b.hash as Hex | null),
-    retryRpc,
-  )
-
-const isTerminalOrMismatch = (cause: Cause.Cause<unknown>): boolean => {
-  const defect = Cause.dieOption(cause)
-  return isTerminal(cause) || (defect._tag === "Some" && defect.value instanceof ChainMismatch)
-}
-
-/** Reads the escrow's answers for every indexed key at `block`. */
-const readChainSnapshot = (
-  client: PublicClient,
-  venue: VenueConfig,
-  indexed: IndexState,
-  block: bigint,
-): Effect.Effect<ChainSnapshot, RpcError> =>
-  Effect.gen(function* () {
-    const escrow = venue.escrow as Address
-    const read = <A>(method: string, run: () => Promise<A>) => retryRpc(rpc(`eth_call ${method}`, run))
-    const blockNumber = block
-    const totalLiabilities = yield* read("totalLiabilities", () =>
-      client.readContract({ abi: settlementEscrowAbi, address: escrow, functionName: "totalLiabilities", blockNumber }),
-    )
-    const orders = new Map<string, ChainOrder>()
-    yield* Effect.forEach(
-      [...indexed.orders.keys()],
-      (id) =>
-        read("getOrder", () =>
-          client.readContract({
-            abi: settlementEscrowAbi,
-            address: escrow,
-            functionName: "getOrder",
-            args: [id as Hex],
-            blockNumber,
-          }),
-        ).pipe(Effect.map((o) => orders.set(id, { owner: o.owner, available: o.available, locked: o.locked }))),
-      { concurrency: READ_CONCURRENCY, discard: true },
-    )
-    const balances = new Map<string, bigint>()
-    yield* Effect.forEach(
-      [...indexed.balances.keys()],
-      (owner) =>
-        read("balanceOf", () =>
-          client.readContract({
-            abi: settlementEscrowAbi,
-            address: escrow,
-            functionName: "balanceOf",
-            args: [owner as Address],
-            blockNumber,
-          }),
-        ).pipe(Effect.map((b) => balances.set(owner, b))),
-      { concurrency: READ_CONCURRENCY, discard: true },
-    )
-    const locks = new Map<string, number>()
-    yield* Effect.forEach(
-      [...indexed.locks.keys()],
-      (id) =>
-        read("getLock", () =>
-          client.readContract({
-            abi: settlementEscrowAbi,
-            address: escrow,
-            functionName: "getLock",
-            args: [id as Hex],
-            blockNumber,
-          }),
-        ).pipe(Effect.map((l) => locks.set(id, l.state))),
-      { concurrency: READ_CONCURRENCY, discard: true },
-    )
-    const payments = new Map<string, number>()
-    yield* Effect.forEach(
-      [...indexed.payments.keys()],
-      (id) =>
-        read("getPayment", () =>
-          client.readContract({
-            abi: settlementEscrowAbi,
-            address: escrow,
-            functionName: "getPayment",
-            args: [id as Hex],
-            blockNumber,
-          }),
-        ).pipe(Effect.map((p) => payments.set(id, p.state))),
-      { concurrency: READ_CONCURRENCY, discard: true },
-    )
-    const legacy = new Map<string, boolean>()
-    yield* Effect.forEach(
-      [...indexed.legacy.values()],
-      (o) =>
-        read("getOffer", () =>
-          client.readContract({
-            abi: legacyEscrowAbi,
-            address: o.contract,
-            functionName: "getOffer",
-            args: [o.offerId],
-            blockNumber,
-          }),
-        ).pipe(Effect.map((c) => legacy.set(`${o.contract}:${o.offerId}`, c.reclaimed))),
-      { concurrency: READ_CONCURRENCY, discard: true },
-    )
-    return { block, totalLiabilities, orders, balances, locks, payments, legacy }
-  })
 
 export interface WatcherHandle {
   /** One poll (heads, finality check, ingest, status, integrity when due); for tests and benches. */
