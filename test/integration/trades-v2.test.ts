@@ -106,9 +106,18 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("trades v2 on
           take.fills.map((x) => x.digest),
         )
         expect(proof.pay_authorization?.signer).toBe(payKey.address.toLowerCase())
+        // Seen once under load (a 10-file run): a settled fill's proof without its claim. A failure prints the
+        // index rows the proof is built from, so it explains itself.
+        const indexRows = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.all([
+            sql`select venue, event, tx_hash, block_number::text from escrow_v2_secrets where fill_digest = ${f.digest.toLowerCase()}`,
+            sql`select venue, state, tx_hash from escrow_v2_locks where fill_digest = ${f.digest.toLowerCase()}`,
+            sql`select state, settled_at::text from fills where id = ${f.id}::uuid`,
+          ]),
+        )
         expect(
           proof.transactions.map((x) => [x.kind, x.chain_id]),
-          `fill ${i}`,
+          `fill ${i}; transactions ${JSON.stringify(proof.transactions)}; index rows ${JSON.stringify(indexRows)}`,
         ).toEqual([
           ["lock", 999],
           ["pay", 42161],
