@@ -91,8 +91,13 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         }
         const ok = sims.filter((s): s is Extract<Simulation, { _tag: "ok" }> => s._tag === "ok")
         if (ok.length === 0) return 0
-        const floor = yield* chain.nonceCount("latest")
-        const fees = yield* market(h)
+        // Independent reads, one round trip; a failure of the nonce read is reported first.
+        const [floorRead, feesRead] = yield* Effect.all([chain.nonceCount("latest"), market(h)], {
+          concurrency: "unbounded",
+          mode: "either",
+        })
+        const floor = yield* floorRead
+        const fees = yield* feesRead
         const persisted = yield* allocateAndPersist(
           venue.id,
           signer,

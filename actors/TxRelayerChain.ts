@@ -70,13 +70,18 @@ export const makeRelayerChain = (venue: VenueConfig) =>
     /** The configured fee ceiling (wei per gas), if any. */
     const cap = settings.max_fee_per_gas === undefined ? undefined : BigInt(settings.max_fee_per_gas)
 
+    const block = (blockTag: "latest" | "finalized") =>
+      rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag })).pipe(retryRpc)
     const heads = Effect.gen(function* () {
-      const latest = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: "latest" })).pipe(retryRpc)
       const confirmations = venue.watcher.confirmations
+      // With block tags, both heads in one round trip (one JSON-RPC batch); a failure of latest is reported first.
+      const [latestRead, finalizedRead] = yield* Effect.all(
+        [block("latest"), confirmations === undefined ? block("finalized") : Effect.succeed(undefined)],
+        { concurrency: "unbounded", mode: "either" },
+      )
+      const latest = yield* latestRead
       const finalized =
-        confirmations === undefined
-          ? (yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockTag: "finalized" })).pipe(retryRpc)).number
-          : latest.number - BigInt(confirmations)
+        confirmations === undefined ? (yield* finalizedRead)?.number : latest.number - BigInt(confirmations)
       return {
         latest: latest.number,
         latestHash: latest.hash,
