@@ -42,7 +42,7 @@ import {
   openCloseQueues,
   settleCloses,
 } from "../src/Escrow/Closes.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
@@ -141,12 +141,13 @@ const EntityLive = CloseQueue.toLayer(
  * holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
  * the cadence (CLOSE_SWEEP).
  */
-const OutcomeWakes = wakeOnNotify("close-queue", RELAYER_OUTCOME_CHANNEL, (key) =>
-  key.startsWith("close:")
+const OutcomeWakes = wakeOnNotify("close-queue", RELAYER_OUTCOME_CHANNEL, (payload) => {
+  const { key } = parseRelayerOutcome(payload)
+  return key.startsWith("close:")
     ? Effect.flatMap(closeQueueOfRelayKey(key), (queue) =>
         wakeOwned(CloseQueue, Option.toArray(Option.map(queue, (k) => closeQueueId(k.owner, k.chainId)))),
       )
-    : Effect.void,
-)
+    : Effect.void
+})
 
 export const CloseQueueLive = Layer.mergeAll(EntityLive, OutcomeWakes, keyedAdoption(CloseQueue, pendingKeys))

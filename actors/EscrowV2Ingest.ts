@@ -1,6 +1,6 @@
 import { Clock, Duration, Effect } from "effect"
 import type { Address, Hex, PublicClient } from "viem"
-import { decodeV2Logs } from "../src/Chain/EscrowIndexV2.ts"
+import { decodeV2Logs, type IndexedEventV2 } from "../src/Chain/EscrowIndexV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
 import { ingestV2Page, initV2Cursor } from "../src/Escrow/ChainIndexV2.ts"
@@ -8,6 +8,17 @@ import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
+
+/** The page's Fill digests (lowercase, once each) when every event names one (locks, payments); else undefined. */
+export const fillsNamed = (events: ReadonlyArray<IndexedEventV2>): ReadonlyArray<string> | undefined => {
+  const digests = new Set<string>()
+  for (const e of events) {
+    const digest = (e.decoded.args as { readonly fillDigest?: unknown }).fillDigest
+    if (typeof digest !== "string") return undefined
+    digests.add(digest.toLowerCase())
+  }
+  return [...digests]
+}
 
 /**
  * The VenueWatcher's v2 part (settlement v2: SettlementEscrowV2 beside v1): from its own cursor (so a v2 escrow added
@@ -51,8 +62,8 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         const events = decodeV2Logs(logs.right, escrow)
         yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events })
         // After the page commits, as the v1 ingest does: the takes' settlement entities act on a final v2 step at once
-        // rather than at its fallback beat.
-        if (events.length > 0) yield* notifyEscrowIndexed(venue.id)
+        // rather than at its fallback beat; only the takes of the fills it names when every event names one.
+        if (events.length > 0) yield* notifyEscrowIndexed(venue.id, fillsNamed(events))
         at = to
       }
     })

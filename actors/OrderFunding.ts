@@ -17,9 +17,9 @@ import {
   settleClosedV2Orders,
   settleFundingOrders,
 } from "../src/Orders/Repo.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
-import { ESCROW_INDEXED_CHANNEL } from "../src/Settlement/Repo.ts"
+import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "../src/Settlement/Repo.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** Cadence of a pending order (the singleton's sweep interval). */
@@ -148,11 +148,12 @@ const OrderFundingEntityLive = OrderFunding.toLayer(
  * escrow index page of a venue wakes that venue's pending orders (funded, failed, drained).
  */
 const OrderFundingWakesLive = Layer.mergeAll(
-  wakeOnNotify("order-funding", RELAYER_OUTCOME_CHANNEL, (key) =>
-    key.startsWith("fund:") ? wakeOwned(OrderFunding, [key.slice("fund:".length)]) : Effect.void,
-  ),
-  wakeOnNotify("order-funding", ESCROW_INDEXED_CHANNEL, (venue) =>
-    Effect.flatMap(fundingPendingOrders(venue), (ids) => wakeOwned(OrderFunding, ids)),
+  wakeOnNotify("order-funding", RELAYER_OUTCOME_CHANNEL, (payload) => {
+    const { key } = parseRelayerOutcome(payload)
+    return key.startsWith("fund:") ? wakeOwned(OrderFunding, [key.slice("fund:".length)]) : Effect.void
+  }),
+  wakeOnNotify("order-funding", ESCROW_INDEXED_CHANNEL, (payload) =>
+    Effect.flatMap(fundingPendingOrders(parseEscrowIndexed(payload).venue), (ids) => wakeOwned(OrderFunding, ids)),
   ),
 )
 

@@ -35,7 +35,7 @@ import {
 import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { IN_FLIGHT_TRANSITIONS, parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { Settlement } from "../src/Settlement/Entity.ts"
 import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"
@@ -45,12 +45,14 @@ import {
   finishFill,
   keysOf,
   outcomesOf,
+  parseEscrowIndexed,
   recordCall,
   rollUpTake,
   type SettlingFill,
   settlementPendingTakes,
   settlingFills,
   takeOfFill,
+  takesOfOpenFills,
   takeToSettle,
 } from "../src/Settlement/Repo.ts"
 import { expireUnsignedTakes } from "../src/Takes/Repo.ts"
@@ -58,7 +60,7 @@ import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./K
 import { settleTakeV2 } from "./SettlementV2.ts"
 
 /** A pending take's cadence without a wake-up (relayer outcomes and index pages wake it sooner). */
-export const SETTLEMENT_SWEEP = Duration.millis(250)
+export const SETTLEMENT_SWEEP = Duration.millis(1000)
 /** Fills acted on at once within a page (each action is one or two short transactions and a relayer insert). */
 const FILL_CONCURRENCY = 4
 /** Fills per page of a pass (a pass reads every page). */
@@ -292,21 +294,28 @@ const CHAIN_TIMES_TTL = Duration.millis(200)
 
 /**
  * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
- * `settle:take:<take id>:payTake`) wakes its take; a committed escrow index page (v1 or v2) of a venue wakes the
- * takes with a fill open on it (a step may be final now).
+ * `settle:take:<take id>:payTake`) wakes its take; a committed escrow index page of a venue wakes the takes of the
+ * fills it names (a v2 page of lock and payment events), else every take with a fill open on the venue (a step may
+ * be final now). Expiries move with chain time, not pages: the pass cadence and the backstop tick see them.
  */
 const SettlementWakesLive = Layer.mergeAll(
-  wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (key) =>
+  wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (payload) =>
     Effect.gen(function* () {
-      if (!key.startsWith("settle:")) return
+      const { kind, key } = parseRelayerOutcome(payload)
+      // The step acts on a call's inclusion, finality or failure only; it waits through the others.
+      if (!key.startsWith("settle:") || IN_FLIGHT_TRANSITIONS.includes(kind)) return
       const [, first, second] = key.split(":")
       const takeId = first === "take" ? second : yield* takeOfFill(first ?? "")
       if (takeId !== undefined) yield* wakeOwned(Settlement, [takeId])
     }),
   ),
-  wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (venue) =>
-    Effect.flatMap(settlementPendingTakes(venue), (ids) => wakeOwned(Settlement, ids)),
-  ),
+  wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (payload) => {
+    const { venue, fillDigests } = parseEscrowIndexed(payload)
+    return Effect.flatMap(
+      fillDigests === undefined ? settlementPendingTakes(venue) : takesOfOpenFills(venue, fillDigests),
+      (ids) => wakeOwned(Settlement, ids),
+    )
+  }),
 )
 
 /** The entity alone, given how secrets are opened (a runner with it and nothing else resumes takes from their ticks). */

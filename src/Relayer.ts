@@ -9,6 +9,7 @@ import { currentTraceParent, Tracing } from "./Observability/Tracing.ts"
 import {
   attemptsOf,
   insertRequest,
+  parseRelayerOutcome,
   RELAYER_OUTCOME_CHANNEL,
   type RequestRow,
   requestByKey,
@@ -115,7 +116,7 @@ export class Relayer extends Effect.Service<Relayer>()("Relayer", {
     const allowlists = new Map<string, Allowlist>(deployment.venues.map((v) => [v.id, compileAllowlist(v)]))
     const hub = yield* PubSub.unbounded<string>()
     yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
-      Stream.runForEach((key) => PubSub.publish(hub, key)),
+      Stream.runForEach((payload) => PubSub.publish(hub, parseRelayerOutcome(payload).key)),
       Effect.retry(Schedule.spaced("1 second")),
       Effect.forkScoped,
     )

@@ -7,12 +7,33 @@ import { appendJournal, JOURNAL_PENDING_CHANNEL } from "../Sql/Journal.ts"
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
  * singleton of a (venue, signer) drains them. Every status transition writes its journal row in
- * the same transaction and notifies RELAYER_OUTCOME_CHANNEL (payload: the idempotency key) so that
- * waiters wake at once.
+ * the same transaction and notifies RELAYER_OUTCOME_CHANNEL (payload: the transition and the idempotency
+ * key) so that waiters wake at once.
  */
 
-/** Waiters of a request's outcome LISTEN here (payload: idempotency key). */
+/** Waiters of a request's outcome LISTEN here (payload: `<transition kind> <idempotency key>`, parseRelayerOutcome). */
 export const RELAYER_OUTCOME_CHANNEL = "relayer_outcome"
+
+/** A transition as RELAYER_OUTCOME_CHANNEL carries it: its journal kind (`tx.queued`, `tx.final`, …) and the key. */
+export interface RelayerOutcomeNotice {
+  readonly kind: string
+  readonly key: string
+}
+
+/** The kind has no space; the key may (any printable characters), so it is everything after the first one. */
+export const parseRelayerOutcome = (payload: string): RelayerOutcomeNotice => {
+  const space = payload.indexOf(" ")
+  return space < 0 ? { kind: "", key: payload } : { kind: payload.slice(0, space), key: payload.slice(space + 1) }
+}
+
+const outcomePayload = (kind: string, key: string) => `${kind} ${key}`
+
+/**
+ * Transitions after which nothing a waiter decides can change: the request was recorded, sent or re-sent with a
+ * higher fee, and is still neither included nor failed. A waiter that acts only on inclusion, finality or failure
+ * (the settlement's step) need not look again for them.
+ */
+export const IN_FLIGHT_TRANSITIONS: ReadonlyArray<string> = ["tx.queued", "tx.pending", "tx.bumped"]
 /** The relayer of a venue LISTENs here (payload: venue) to pick up new requests without waiting. */
 export const RELAYER_QUEUED_CHANNEL = "relayer_queued"
 
@@ -175,7 +196,7 @@ const transitionEvents = (r: RequestRow, kind: string, extra: Record<string, unk
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.zipRight(
       appendJournal({ kind, master: r.master, payload: journalPayload(r, extra) }),
-      sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, ${r.idempotencyKey})`,
+      sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, ${outcomePayload(kind, r.idempotencyKey)})`,
     ).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra))),
   )
 
@@ -199,7 +220,7 @@ const transitionEventsBatch = (
           jsonb_array_elements(${JSON.stringify(items.map((i) => journalPayload(i.request, i.extra)))}::jsonb)
         ) as t(k, m, p)`
       yield* sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`
-      yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => i.request.idempotencyKey)}::text[]) as k`
+      yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => outcomePayload(i.kind, i.request.idempotencyKey))}::text[]) as k`
       for (const i of items) yield* relayerTransitionLogged(i.request, i.kind, i.extra)
     }),
   )
