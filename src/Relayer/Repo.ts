@@ -2,7 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
 import { countRelayerTransition } from "../Observability/Metrics.ts"
-import { appendJournal, JOURNAL_PENDING_CHANNEL } from "../Sql/Journal.ts"
+import { appendJournal, JOURNAL_PENDING_CHANNEL, type Notification } from "../Sql/Journal.ts"
 
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
@@ -191,17 +191,23 @@ const journalPayload = (r: RequestRow, extra: Record<string, unknown> = {}) => (
   ...extra,
 })
 
-/** A transition's journal row and the waiters' wake-up, inside the caller's transaction. */
-const transitionEvents = (r: RequestRow, kind: string, extra: Record<string, unknown>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.zipRight(
-      appendJournal({ kind, master: r.master, payload: journalPayload(r, extra) }),
-      sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, ${outcomePayload(kind, r.idempotencyKey)})`,
-    ).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra))),
-  )
+/**
+ * A transition's journal row and the waiters' wake-up (and `also`), in one statement inside the caller's
+ * transaction.
+ */
+const transitionEvents = (
+  r: RequestRow,
+  kind: string,
+  extra: Record<string, unknown>,
+  also: ReadonlyArray<Notification> = [],
+) =>
+  appendJournal({ kind, master: r.master, payload: journalPayload(r, extra) }, [
+    { channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(kind, r.idempotencyKey) },
+    ...also,
+  ]).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra)))
 
 /**
- * Many transitions' journal rows and wake-ups in three statements (same rows and notifications as
+ * Many transitions' journal rows and wake-ups in two statements (same rows and notifications as
  * transitionEvents one by one), inside the caller's transaction.
  */
 const transitionEventsBatch = (
@@ -213,13 +219,17 @@ const transitionEventsBatch = (
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
+      // The rows and the publisher's ping in one statement (a notification per row: PostgreSQL folds them into one).
       yield* sql`
-        insert into journal (kind, master, payload)
-        select k, m, p from rows from (
-          unnest(${items.map((i) => i.kind)}::text[]), unnest(${items.map((i) => i.request.master)}::text[]),
-          jsonb_array_elements(${JSON.stringify(items.map((i) => journalPayload(i.request, i.extra)))}::jsonb)
-        ) as t(k, m, p)`
-      yield* sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`
+        with appended as (
+          insert into journal (kind, master, payload)
+          select k, m, p from rows from (
+            unnest(${items.map((i) => i.kind)}::text[]), unnest(${items.map((i) => i.request.master)}::text[]),
+            jsonb_array_elements(${JSON.stringify(items.map((i) => journalPayload(i.request, i.extra)))}::jsonb)
+          ) as t(k, m, p)
+          returning id
+        )
+        select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1') from appended`
       yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => outcomePayload(i.kind, i.request.idempotencyKey))}::text[]) as k`
       for (const i of items) yield* relayerTransitionLogged(i.request, i.kind, i.extra)
     }),
@@ -253,8 +263,9 @@ export const insertRequest = (req: NewRequest) =>
           returning ${sql.literal(REQUEST_COLS)}`
         if (inserted[0] !== undefined) {
           const row = toRequest(inserted[0])
-          yield* transitionEvents(row, "tx.queued", { status: "queued" })
-          yield* sql`select pg_notify(${RELAYER_QUEUED_CHANNEL}, ${req.venue})`
+          yield* transitionEvents(row, "tx.queued", { status: "queued" }, [
+            { channel: RELAYER_QUEUED_CHANNEL, payload: req.venue },
+          ])
           return { row, created: true }
         }
         const [existing] = yield* sql<RawRequest>`

@@ -21,18 +21,32 @@ export interface JournalStats {
   readonly oldestUnpublishedSeconds: number
 }
 
+/** A notification sent with a journal row (same transaction, same statement). */
+export interface Notification {
+  readonly channel: string
+  readonly payload: string
+}
+
 /**
- * Appends a journal row. Call it inside the state change's own transaction so that the row exists
- * if and only if the change committed.
+ * Appends a journal row and pings the publisher, and sends `also` (the change's own wake-ups), in one statement:
+ * one round trip. Call it inside the state change's own transaction so that the row exists if and only if the
+ * change committed; NOTIFY is transactional too (delivered at commit, once per transaction for the same payload).
  */
-export const appendJournal = (entry: JournalEntry) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.zipRight(
-      sql`insert into journal (kind, master, payload)
-          values (${entry.kind}, ${entry.master}, ${JSON.stringify(entry.payload ?? null)}::jsonb)`,
-      // NOTIFY is transactional: delivered only if the surrounding transaction commits.
-      sql`select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1')`,
-    ),
+export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notification> = []) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      with appended as (
+        insert into journal (kind, master, payload)
+        values (${entry.kind}, ${entry.master}, ${JSON.stringify(entry.payload ?? null)}::jsonb)
+        returning id
+      )
+      select ${sql.csv(
+        [{ channel: JOURNAL_PENDING_CHANNEL, payload: "1" }, ...also].map(
+          (n) => sql`pg_notify(${n.channel}, ${n.payload})`,
+        ),
+      )}
+      from appended`,
   ).pipe(Effect.asVoid)
 
 /**
@@ -45,19 +59,24 @@ export const publishJournalBatch = (limit: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
+        // The lock first, in its own statement: the assignment's snapshot must see what the previous holder committed.
         yield* sql`select pg_advisory_xact_lock(${PUBLISHER_LOCK})`
-        const rows = yield* sql<{ cursor: string }>`
+        // Assigns, and announces the highest cursor when there was one, in one statement.
+        const [row] = yield* sql<{ published: number; last: string | null }>`
           with base as (select coalesce(max(cursor), 0) as c from journal),
           todo as (
             select id, row_number() over (order by id) as rn
             from journal where cursor is null order by id limit ${limit}
-          )
-          update journal j set cursor = base.c + todo.rn, published_at = now()
-          from todo, base where j.id = todo.id
-          returning j.cursor::text as cursor`
-        const last = rows.reduce((max, r) => (BigInt(r.cursor) > max ? BigInt(r.cursor) : max), 0n)
-        if (rows.length > 0) yield* sql`select pg_notify(${JOURNAL_PUBLISHED_CHANNEL}, ${last.toString()})`
-        return { published: rows.length, last }
+          ),
+          assigned as (
+            update journal j set cursor = base.c + todo.rn, published_at = now()
+            from todo, base where j.id = todo.id
+            returning j.cursor
+          ),
+          summary as (select count(*)::int as published, max(cursor)::text as last from assigned)
+          select published, last, (select pg_notify(${JOURNAL_PUBLISHED_CHANNEL}, last) where published > 0)::text
+          from summary`
+        return { published: row?.published ?? 0, last: BigInt(row?.last ?? 0) }
       }),
     ),
   )
