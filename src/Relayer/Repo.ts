@@ -2,7 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
 import { countRelayerTransition } from "../Observability/Metrics.ts"
-import { appendJournal, JOURNAL_PENDING_CHANNEL, type Notification } from "../Sql/Journal.ts"
+import { appendJournal, appendJournalRows, type Notification } from "../Sql/Journal.ts"
 
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
@@ -207,8 +207,8 @@ const transitionEvents = (
   ]).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra)))
 
 /**
- * Many transitions' journal rows and wake-ups in two statements (same rows and notifications as
- * transitionEvents one by one), inside the caller's transaction.
+ * Many transitions' journal rows and wake-ups in one statement (same rows and notifications as transitionEvents one
+ * by one), inside the caller's transaction.
  */
 const transitionEventsBatch = (
   items: ReadonlyArray<{
@@ -217,23 +217,10 @@ const transitionEventsBatch = (
     readonly extra: Record<string, unknown>
   }>,
 ) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      // The rows and the publisher's ping in one statement (a notification per row: PostgreSQL folds them into one).
-      yield* sql`
-        with appended as (
-          insert into journal (kind, master, payload)
-          select k, m, p from rows from (
-            unnest(${items.map((i) => i.kind)}::text[]), unnest(${items.map((i) => i.request.master)}::text[]),
-            jsonb_array_elements(${JSON.stringify(items.map((i) => journalPayload(i.request, i.extra)))}::jsonb)
-          ) as t(k, m, p)
-          returning id
-        )
-        select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1') from appended`
-      yield* sql`select pg_notify(${RELAYER_OUTCOME_CHANNEL}, k) from unnest(${items.map((i) => outcomePayload(i.kind, i.request.idempotencyKey))}::text[]) as k`
-      for (const i of items) yield* relayerTransitionLogged(i.request, i.kind, i.extra)
-    }),
-  )
+  appendJournalRows(
+    items.map((i) => ({ kind: i.kind, master: i.request.master, payload: journalPayload(i.request, i.extra) })),
+    items.map((i) => ({ channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(i.kind, i.request.idempotencyKey) })),
+  ).pipe(Effect.zipLeft(Effect.forEach(items, (i) => relayerTransitionLogged(i.request, i.kind, i.extra))))
 
 export interface NewRequest {
   readonly idempotencyKey: string

@@ -28,26 +28,34 @@ export interface Notification {
 }
 
 /**
- * Appends a journal row and pings the publisher, and sends `also` (the change's own wake-ups), in one statement:
- * one round trip. Call it inside the state change's own transaction so that the row exists if and only if the
- * change committed; NOTIFY is transactional too (delivered at commit, once per transaction for the same payload).
+ * Appends journal rows (in this order) and pings the publisher, and sends `also` (the change's own wake-ups), in
+ * one statement: one round trip. Call it inside the state change's own transaction so that the rows exist if and
+ * only if the change committed; NOTIFY is transactional too (delivered at commit, once per transaction for the
+ * same channel and payload).
  */
-export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notification> = []) =>
-  Effect.flatMap(
+export const appendJournalRows = (entries: ReadonlyArray<JournalEntry>, also: ReadonlyArray<Notification> = []) => {
+  const notifications = [{ channel: JOURNAL_PENDING_CHANNEL, payload: "1" }, ...also]
+  return Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql`
       with appended as (
         insert into journal (kind, master, payload)
-        values (${entry.kind}, ${entry.master}, ${JSON.stringify(entry.payload ?? null)}::jsonb)
+        select k, m, p from rows from (
+          unnest(${entries.map((e) => e.kind)}::text[]), unnest(${entries.map((e) => e.master)}::text[]),
+          jsonb_array_elements(${JSON.stringify(entries.map((e) => e.payload ?? null))}::jsonb)
+        ) as t(k, m, p)
         returning id
       )
-      select ${sql.csv(
-        [{ channel: JOURNAL_PENDING_CHANNEL, payload: "1" }, ...also].map(
-          (n) => sql`pg_notify(${n.channel}, ${n.payload})`,
-        ),
-      )}
-      from appended`,
+      select pg_notify(n.channel, n.payload)
+      from unnest(${notifications.map((n) => n.channel)}::text[], ${notifications.map((n) => n.payload)}::text[])
+        as n(channel, payload)
+      where exists (select 1 from appended)`,
   ).pipe(Effect.asVoid)
+}
+
+/** One journal row: appendJournalRows of one. */
+export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notification> = []) =>
+  appendJournalRows([entry], also)
 
 /**
  * Gives the committed rows that have no cursor yet the next cursors, in id order, and returns how
