@@ -1,8 +1,8 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Clock, Duration, Effect, Either, Fiber, Layer, Random } from "effect"
-import type { Address, Hex, Log } from "viem"
+import type { Address, Hex } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
-import { decodeLogs } from "../src/Chain/EscrowIndex.ts"
+import { decodeLogs, type IndexedEvent } from "../src/Chain/EscrowIndex.ts"
 import { describeCause } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { awaitNewHead } from "../src/Chain/HeadWake.ts"
@@ -23,7 +23,7 @@ import {
   recordIntegrityCheck,
 } from "../src/Escrow/ChainIndex.ts"
 import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
-import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
+import { escrowIndexedNotification } from "../src/Settlement/Repo.ts"
 import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
 import {
   blockHashAt,
@@ -52,7 +52,7 @@ const INGEST_BUDGET = Duration.seconds(5)
 const RECHECK_BLOCKS = 64
 const MAX_BACKOFF_MS = 15_000
 
-type Fetched = readonly [Either.Either<ReadonlyArray<Log>, RpcError>, Either.Either<Hex | null, RpcError>]
+type Fetched = readonly [Either.Either<ReadonlyArray<IndexedEvent>, RpcError>, Either.Either<Hex | null, RpcError>]
 
 export interface WatcherHandle {
   /** One poll (heads, finality check, ingest, status, integrity when due); for tests and benches. */
@@ -107,12 +107,16 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
         return null
       })
 
-    /** One page's logs and its end block's hash, in one round trip (one JSON-RPC batch). */
+    /**
+     * One page's logs, decoded, and its end block's hash, in one round trip (one JSON-RPC batch). Prefetched, the
+     * decoding runs while the previous page's statements are in PostgreSQL.
+     */
     const fetchPage = (from: bigint, to: bigint, heads: Heads) =>
       Effect.all(
         [
           rpc("eth_getLogs", () => client.getLogs({ address: contracts, fromBlock: from, toBlock: to })).pipe(
             retryRpc,
+            Effect.map((logs) => decodeLogs(logs, contracts)),
             Effect.either,
           ),
           to === heads.finalized.number
@@ -146,13 +150,13 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
               : yield* Effect.forkScoped(fetchPage(from, to, heads))
           if (prefetched !== undefined && prefetched.fiber !== fiber) yield* Fiber.interrupt(prefetched.fiber)
           prefetched = undefined
-          const [logs, endHash] = yield* Fiber.join(fiber)
-          if (logs._tag === "Left") {
-            if (logs.left.rangeTooLarge && pageBlocks > 1n) {
+          const [decoded, endHash] = yield* Fiber.join(fiber)
+          if (decoded._tag === "Left") {
+            if (decoded.left.rangeTooLarge && pageBlocks > 1n) {
               pageBlocks = pageBlocks / 2n
               continue
             }
-            return yield* Effect.fail(logs.left)
+            return yield* Effect.fail(decoded.left)
           }
           if (to < target) {
             const next = rangeOf(to + 1n)
@@ -160,9 +164,18 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
           }
           const toHash = yield* endHash
           if (toHash === null) return yield* Effect.fail(new ChainMismatch(`block ${to} not found`))
-          const events = decodeLogs(logs.right, contracts)
-          yield* ingestPage({ venue: venue.id, chainId: venue.chain_id, fromBlock: from, toBlock: to, toHash, events })
-          if (events.length > 0) yield* notifyEscrowIndexed(venue.id)
+          const events = decoded.right
+          // The settlement's wake-up goes with the page's journal row, in its transaction (one round trip fewer).
+          const notify = [escrowIndexedNotification(venue.id)]
+          yield* ingestPage({
+            venue: venue.id,
+            chainId: venue.chain_id,
+            fromBlock: from,
+            toBlock: to,
+            toHash,
+            events,
+            notify,
+          })
           yield* fault.hit("watcher.after-ingest-before-status")
           cursor = to
         }

@@ -1,5 +1,5 @@
 import { type Address, decodeEventLog, type Hex, keccak256, type Log, toEventSelector, zeroHash } from "viem"
-import type { EventMeta, Stamp } from "./EscrowIndex.ts"
+import { type EventMeta, jsonSafe, type Stamp } from "./EscrowIndex.ts"
 import { escrowV2Events, escrowV2EventsAbi } from "./EscrowV2Abi.ts"
 
 /**
@@ -203,19 +203,6 @@ export const touchedKeysV2 = (evs: ReadonlyArray<IndexedEventV2>): TouchedKeysV2
 /** Owners of loaded locks and orders: a refund to the owner may credit their zero-id balance. */
 export const balanceOwnersOf = (state: IndexStateV2): Set<string> =>
   new Set([...[...state.locks.values()].map((l) => l.owner), ...[...state.orders.values()].map((o) => o.owner)])
-
-const jsonSafe = (value: unknown): unknown => {
-  if (typeof value === "bigint") return value.toString()
-  if (typeof value === "string") return value.toLowerCase()
-  if (Array.isArray(value)) return value.map(jsonSafe)
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]))
-  }
-  return value
-}
-
-/** JSON of an event's args for the raw event table. */
-export const eventArgsJsonV2 = (e: IndexedEventV2): unknown => jsonSafe(e.decoded.args)
 
 /** Applies `evs` in order to `state` (mutated) and returns the secrets made public. */
 export const applyEventsV2 = (

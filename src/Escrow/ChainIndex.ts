@@ -4,13 +4,13 @@ import type { Address, Hex } from "viem"
 import {
   applyEvents,
   emptyState,
-  eventArgsJson,
   type IndexedEvent,
   type IndexState,
+  jsonSafeText,
   type TouchedKeys,
   touchedKeys,
 } from "../Chain/EscrowIndex.ts"
-import { appendJournal } from "../Sql/Journal.ts"
+import { appendJournal, type Notification } from "../Sql/Journal.ts"
 
 /**
  * SQL of the chain index (migration 0004): the per-venue status row (what /health reads and the
@@ -230,6 +230,8 @@ export interface IngestPage {
   /** Hash of `toBlock`: the cursor's hash, re-checked at every poll. */
   readonly toHash: Hex
   readonly events: ReadonlyArray<IndexedEvent>
+  /** Sent with the page's journal row when it has events (delivered at commit, like the row). */
+  readonly notify?: ReadonlyArray<Notification>
 }
 
 /**
@@ -244,33 +246,46 @@ export const ingestPage = (
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const { venue } = page
-        // Moving the cursor first both checks it (still fromBlock - 1) and locks the row until commit:
-        // a second writer blocks here, then finds the cursor moved and changes nothing.
+        const { venue, events } = page
         const toHash = page.toHash.toLowerCase()
+        // The blocks the page records: each event's, and its end (the cursor's hash, re-checked at every poll).
+        const blocks = new Map<string, string>()
+        for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
+        blocks.set(page.toBlock.toString(), toHash)
+        // One statement: moving the cursor both checks it (still fromBlock - 1) and locks the row until commit, and
+        // the page's blocks and events are inserted only if it moved. A second writer blocks on the row, then finds
+        // the cursor moved and changes nothing. The args travel as one JSON array (a text[] of JSON would be
+        // escaped element by element).
         const moved = yield* sql<{ venue: string }>`
-          update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
-            updated_at = now()
-          where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
-          returning venue`
-        if (moved.length === 0) {
-          const [cursor] = yield* sql<{ b: string | null }>`
-            select indexed_block::text as b from chain_status where venue = ${venue}`
-          const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
-          return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
-        }
-        const events = page.events
-        if (events.length > 0) {
-          // The args travel as one JSON array (a text[] of JSON would be escaped element by element).
-          yield* sql`
+          with moved as (
+            update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
+              updated_at = now()
+            where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
+            returning venue
+          ), recorded as (
+            insert into chain_blocks (venue, block_number, block_hash)
+            select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
+            where exists (select from moved)
+            on conflict do nothing
+          ), inserted as (
             insert into escrow_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
             select ${venue}, b, l, bh, th, c, e, a from rows from (
               unnest(${events.map((e) => e.blockNumber.toString())}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
               unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
               unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]), unnest(${events.map((e) => e.contract)}::text[]),
               unnest(${events.map((e) => e.decoded.eventName)}::text[]),
-              jsonb_array_elements(${JSON.stringify(events.map(eventArgsJson))}::jsonb)
-            ) as t(b, l, bh, th, c, e, a)`
+              jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
+            ) as t(b, l, bh, th, c, e, a)
+            where exists (select from moved)
+          )
+          select venue from moved`
+        if (moved.length === 0) {
+          const [cursor] = yield* sql<{ b: string | null }>`
+            select indexed_block::text as b from chain_status where venue = ${venue}`
+          const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
+          return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
+        }
+        if (events.length > 0) {
           const state = yield* loadTouched(venue, touchedKeys(events))
           const appends = applyEvents(state, events)
           yield* writeState(venue, state)
@@ -310,32 +325,23 @@ export const ingestPage = (
                 ${nonces.map((n) => n.blockHash)}::text[])
               on conflict do nothing`
           }
-          const blocks = new Map<string, string>()
-          for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
-          blocks.set(page.toBlock.toString(), toHash)
-          yield* sql`
-            insert into chain_blocks (venue, block_number, block_hash)
-            select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
-            on conflict do nothing`
           const kinds: Record<string, number> = {}
           for (const e of events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
-          yield* appendJournal({
-            kind: "chain.indexed",
-            master: null,
-            payload: {
-              venue,
-              chain_id: page.chainId,
-              from_block: page.fromBlock.toString(),
-              to_block: page.toBlock.toString(),
-              events: events.length,
-              kinds,
+          yield* appendJournal(
+            {
+              kind: "chain.indexed",
+              master: null,
+              payload: {
+                venue,
+                chain_id: page.chainId,
+                from_block: page.fromBlock.toString(),
+                to_block: page.toBlock.toString(),
+                events: events.length,
+                kinds,
+              },
             },
-          })
-        }
-        if (events.length === 0) {
-          yield* sql`
-            insert into chain_blocks (venue, block_number, block_hash)
-            values (${venue}, ${page.toBlock.toString()}, ${toHash}) on conflict do nothing`
+            page.notify,
+          )
         }
         return events.length
       }),

@@ -1,11 +1,11 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
+import { jsonSafeText } from "../Chain/EscrowIndex.ts"
 import {
   applyEventsV2,
   balanceOwnersOf,
   emptyStateV2,
-  eventArgsJsonV2,
   type IndexedEventV2,
   type IndexStateV2,
   touchedKeysV2,
@@ -89,7 +89,7 @@ export const ingestV2Page = (
               tx_hash: e.txHash.toLowerCase(),
               contract: e.contract,
               event: e.decoded.eventName,
-              args: JSON.stringify(eventArgsJsonV2(e)),
+              args: jsonSafeText(e.decoded.args),
             })),
           )}`
         const keys = touchedKeysV2(events)

@@ -3,7 +3,7 @@ import { Clock, Effect } from "effect"
 import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
-import { appendJournal } from "../Sql/Journal.ts"
+import { appendJournal, type Notification } from "../Sql/Journal.ts"
 
 /**
  * The settlement entity's rows (actors/Settlement.ts, one entity per take; states in migrations/0011_takes.ts).
@@ -25,14 +25,21 @@ export const ESCROW_INDEXED_CHANNEL = "escrow_indexed"
 const MAX_NOTIFIED_FILLS = 100
 
 /**
- * After the page's transaction commits (a listener woken earlier could read the rows before they exist).
- * `fillDigests`: given only when every event of the page names one (lowercase, no repeats).
+ * The page's notification, to send in its transaction (NOTIFY is delivered at commit) or after it commits (a
+ * listener woken earlier could read the rows before they exist). `fillDigests`: given only when every event of the
+ * page names one (lowercase, no repeats).
  */
+export const escrowIndexedNotification = (venue: string, fillDigests?: ReadonlyArray<string>): Notification => ({
+  channel: ESCROW_INDEXED_CHANNEL,
+  payload: escrowIndexedPayload(venue, fillDigests),
+})
+
+/** Sends the page's notification on its own, after the page's transaction committed. */
 export const notifyEscrowIndexed = (venue: string, fillDigests?: ReadonlyArray<string>) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`select pg_notify(${ESCROW_INDEXED_CHANNEL}, ${escrowIndexedPayload(venue, fillDigests)})`,
-  )
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const { channel, payload } = escrowIndexedNotification(venue, fillDigests)
+    return sql`select pg_notify(${channel}, ${payload})`
+  })
 
 /** The notification's payload: the fills named when there are some and not too many, else the venue alone. */
 export const escrowIndexedPayload = (venue: string, fillDigests?: ReadonlyArray<string>) =>

@@ -1,17 +1,20 @@
 import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Ref, Stream } from "effect"
 import { parseEventLogs } from "viem"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { chainStatus, ingestPage, initChainStatus, requestIntegrityCheck } from "../../src/Escrow/ChainIndex.ts"
+import { ESCROW_INDEXED_CHANNEL, escrowIndexedNotification, notifyEscrowIndexed } from "../../src/Settlement/Repo.ts"
 import { account, closeOrders, fundOrders, mine, orderIdOf, venueEntry } from "../support/ChainDevnet.ts"
 import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
 import { addr, ESCROW, fill, id, LEGACY, logOf, resetLogIndex } from "../support/ChainLogs.ts"
 import { chainStack, TestChainTag } from "../support/ChainStack.ts"
 import { rawRequest } from "../support/Http.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { baseUrl } from "../support/TestServer.ts"
 
 // finalized = latest - 2 (slots 1); pages of 4 blocks so that 40+ event blocks span many pages.
@@ -310,7 +313,21 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       ]
       const events = decodeLogs(logs, [ESCROW, LEGACY])
       expect(events.length).toBe(logs.length)
-      const page = { venue, chainId: 1, fromBlock: 1n, toBlock: 5n, toHash: id(5), events }
+      // The page's wake-up goes in its transaction: heard once it commits, never for a page that changed nothing.
+      const pg = yield* PgClient.PgClient
+      const heard = yield* Ref.make<ReadonlyArray<string>>([])
+      const listener = yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(
+        Stream.runForEach((payload) => Ref.update(heard, (xs) => [...xs, payload])),
+        Effect.fork,
+      )
+      const heardProbe = (probe: string) =>
+        pollUntil(Effect.zipRight(notifyEscrowIndexed(probe), Ref.get(heard)), (xs) => xs.includes(probe), {
+          every: "50 millis",
+          within: "10 seconds",
+        })
+      yield* heardProbe("probe-before")
+      const notify = [escrowIndexedNotification(venue)]
+      const page = { venue, chainId: 1, fromBlock: 1n, toBlock: 5n, toHash: id(5), events, notify }
       expect(yield* ingestPage(page)).toBe(events.length)
       const moved = yield* Effect.either(ingestPage(page))
       expect(moved._tag === "Left" && moved.left._tag).toBe("CursorMoved")
@@ -367,9 +384,14 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       const args = yield* one(sql<{ a: string }>`
         select args->'fill'->>'recipient' as a from escrow_events where venue = ${venue} and event = 'Locked'`)
       expect(args.a).toBe(recipient)
-      const empty = { venue, chainId: 1, fromBlock: 6n, toBlock: 9n, toHash: id(9), events: [] }
+      const empty = { venue, chainId: 1, fromBlock: 6n, toBlock: 9n, toHash: id(9), events: [], notify }
       expect(yield* ingestPage(empty)).toBe(0)
       expect((yield* chainStatus(venue))!.indexedBlock).toBe(9n)
+      expect(yield* sql`select 1 from chain_blocks where venue = ${venue} and block_number = 9`).toHaveLength(1)
+      // Notifications reach a listener in commit order: once a later probe is heard, every earlier one has been.
+      const all = yield* heardProbe("probe-after")
+      expect(all.filter((p) => p === venue)).toEqual([venue])
+      yield* Fiber.interrupt(listener)
     }),
   )
 

@@ -13,7 +13,7 @@ import {
   toEventSelector,
 } from "viem"
 import { describe, expect, it } from "vitest"
-import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
+import { decodeLogs, indexedEventsAbi, jsonSafe, jsonSafeText } from "../../src/Chain/EscrowIndex.ts"
 import { ESCROW } from "../support/ChainLogs.ts"
 
 /**
@@ -90,11 +90,33 @@ describe("static event decoder", () => {
           // The other fields of the log pass through untouched.
           expect(ours?.decoded.topics).toEqual(log.topics)
           expect(ours?.decoded.data).toBe(log.data)
+          // The args' text in the event table: one pass, the same JSON as the copy (bigints as strings).
+          expect(jsonSafeText(ours?.decoded.args)).toBe(JSON.stringify(jsonSafe(ours?.decoded.args)))
         }),
         { numRuns: 60 },
       )
     })
   }
+
+  it("writes args text as JSON of the JSON-safe copy, for any mix of bigints, mixed-case hex, tuples and arrays", () => {
+    const leaf = fc.oneof(
+      fc.bigInt(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.string({ unit: fc.constantFrom(..."0123456789abcdefABCDEFx") }),
+      fc.string(),
+    )
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: "small" }, leaf, fc.array(tie("node")), fc.dictionary(fc.string(), tie("node"))),
+    })).node
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(jsonSafeText(v)).toBe(JSON.stringify(jsonSafe(v)))
+      }),
+      { numRuns: 300 },
+    )
+  })
 
   it("skips what viem's strict parsing skips: short data, wrong topic count, a bool word other than 0/1", () => {
     const funded = events.find((e) => e.name === "OrderClosed")!
