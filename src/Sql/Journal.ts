@@ -65,27 +65,11 @@ export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notificat
  */
 export const publishJournalBatch = (limit: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        // The lock first, in its own statement: the assignment's snapshot must see what the previous holder committed.
-        yield* sql`select pg_advisory_xact_lock(${PUBLISHER_LOCK})`
-        // Assigns, and announces the highest cursor when there was one, in one statement.
-        const [row] = yield* sql<{ published: number; last: string | null }>`
-          with base as (select coalesce(max(cursor), 0) as c from journal),
-          todo as (
-            select id, row_number() over (order by id) as rn
-            from journal where cursor is null order by id limit ${limit}
-          ),
-          assigned as (
-            update journal j set cursor = base.c + todo.rn, published_at = now()
-            from todo, base where j.id = todo.id
-            returning j.cursor
-          ),
-          summary as (select count(*)::int as published, max(cursor)::text as last from assigned)
-          select published, last, (select pg_notify(${JOURNAL_PUBLISHED_CHANNEL}, last) where published > 0)::text
-          from summary`
-        return { published: row?.published ?? 0, last: BigInt(row?.last ?? 0) }
-      }),
+    // One round trip (migration 0033): the advisory lock, then the assignment under a snapshot taken once the lock
+    // is held (it must see what the previous holder committed), and the announcement of the highest cursor.
+    sql<{ published: number; last: string | null }>`
+      select published, last from journal_publish(${limit}, ${PUBLISHER_LOCK}, ${JOURNAL_PUBLISHED_CHANNEL})`.pipe(
+      Effect.map(([row]) => ({ published: row?.published ?? 0, last: BigInt(row?.last ?? 0) })),
     ),
   )
 

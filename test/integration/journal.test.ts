@@ -113,6 +113,30 @@ layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("
       }),
   )
 
+  it.effect(
+    "publishers racing (a hand-over overlapping) never give a cursor twice: each assigns after the last one's commit",
+    () =>
+      Effect.gen(function* () {
+        yield* reset
+        const sql = yield* SqlClient.SqlClient
+        const N = 200
+        // Writers and four publishers at once; each publisher call takes at most 3 rows, so the calls interleave.
+        const writers = Effect.forEach(
+          Array.from({ length: N }, (_, i) => i),
+          (i) => sql.withTransaction(appendJournal({ kind: "w", master: null, payload: { i } })),
+          { concurrency: 8, discard: true },
+        )
+        const publishers = Effect.forEach([1, 2, 3, 4], () => Effect.repeatN(publishJournalBatch(3), 40), {
+          concurrency: "unbounded",
+          discard: true,
+        })
+        yield* Effect.all([writers, publishers], { concurrency: "unbounded", discard: true })
+        while ((yield* publishJournalBatch(100)).published > 0) {}
+        const rows = yield* cursors
+        expect(rows.map((r) => r.cursor)).toEqual(Array.from({ length: N }, (_, i) => String(i + 1)))
+      }),
+  )
+
   it.effect("journal figures for /health count rows without a cursor and the oldest one's age", () =>
     Effect.gen(function* () {
       yield* reset
