@@ -42,7 +42,7 @@ import {
   openCloseQueues,
   settleCloses,
 } from "../src/Escrow/Closes.ts"
-import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
@@ -137,13 +137,14 @@ const EntityLive = CloseQueue.toLayer(
 )
 
 /**
- * This runner's listener of relayer outcomes: a close's outcome wakes its queue's entity at once when this runner
- * holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
+ * This runner's listener of relayer outcomes: a close's end (its request final, reverted or replaced) wakes its
+ * queue's entity at once when this runner holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
  * the cadence (CLOSE_SWEEP).
  */
 const OutcomeWakes = wakeOnNotify("close-queue", RELAYER_OUTCOME_CHANNEL, (payload) => {
-  const { key } = parseRelayerOutcome(payload)
-  return key.startsWith("close:")
+  const { kind, key } = parseRelayerOutcome(payload)
+  // A close moves on its request's end only (final, reverted, replaced); it waits through the other transitions.
+  return key.startsWith("close:") && !UNENDED_TRANSITIONS.includes(kind)
     ? Effect.flatMap(closeQueueOfRelayKey(key), (queue) =>
         wakeOwned(CloseQueue, Option.toArray(Option.map(queue, (k) => closeQueueId(k.owner, k.chainId)))),
       )

@@ -34,6 +34,12 @@ const outcomePayload = (kind: string, key: string) => `${kind} ${key}`
  * (the settlement's step) need not look again for them.
  */
 export const IN_FLIGHT_TRANSITIONS: ReadonlyArray<string> = ["tx.queued", "tx.pending", "tx.bumped"]
+/**
+ * Transitions after which the request has still not ended (final, reverted or replaced): in flight, included, or
+ * back to pending after a reorg. A waiter that acts only on a request's end (a close queue: Escrow/Closes.ts
+ * nextTransition) need not look again for them.
+ */
+export const UNENDED_TRANSITIONS: ReadonlyArray<string> = [...IN_FLIGHT_TRANSITIONS, "tx.included", "tx.reorged"]
 /** The relayer of a venue LISTENs here (payload: venue) to pick up new requests without waiting. */
 export const RELAYER_QUEUED_CHANNEL = "relayer_queued"
 
