@@ -44,7 +44,7 @@ import {
   ESCROW_INDEXED_CHANNEL,
   finishFill,
   keysOf,
-  outcomesOf,
+  outcomesOfFills,
   parseEscrowIndexed,
   recordCall,
   rollUpTake,
@@ -194,7 +194,7 @@ export const settleTakeV1 = <E, R>(
       if (fills.length === 0) break
       seen += fills.length
       times ??= yield* chainTimes
-      const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
+      const outcomes = outcomesOfFills(fills)
       const chainNow = times
       const advance = (f: SettlingFill) => {
         const makerNow = chainNow.get(f.maker_venue)

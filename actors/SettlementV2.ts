@@ -24,7 +24,7 @@ import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, type SettlementCall } from "../src/Domain/SettlementStep.ts"
 import { CANCELLED_BY_PAY_KEY, decideV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
 import { Relayer } from "../src/Relayer.ts"
-import { keysOf, outcomesOf, recordCall } from "../src/Settlement/Repo.ts"
+import { keysOf, outcomesOfFills, recordCall } from "../src/Settlement/Repo.ts"
 import {
   advanceFillV2,
   finishFillV2,
@@ -146,7 +146,7 @@ export const settleTakeV2 = <E, R>(
       seen += fills.length
       times ??= yield* chainTimes
       const chainNow = times
-      const outcomes = yield* outcomesOf(fills.flatMap((f) => Object.values(keysOf(f)).filter((k) => k !== null)))
+      const outcomes = outcomesOfFills(fills)
       const advance = (f: SettlingFillV2) => {
         const makerNow = chainNow.get(f.maker_venue)
         const takerNow = chainNow.get(f.taker_venue)

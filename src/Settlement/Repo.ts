@@ -124,6 +124,26 @@ export interface SettlingFill {
   readonly lock_secret: string | null
   readonly payment_state: "held" | "claimed" | "refunded" | null
   readonly payment_secret: string | null
+  /** The relayer outcomes of the fill's call keys, read with it (OUTCOMES_COLUMN; none: null). */
+  readonly outcomes: Readonly<Record<string, { readonly status: OutcomeStatus; readonly reason: string | null }>> | null
+}
+
+/**
+ * The relayer outcomes of a fill's call keys, in the fill's own query (one snapshot, one statement fewer per pass):
+ * status, and the revert reason or else the error (empty ones are none). Absent keys: the relayer never got them.
+ */
+export const OUTCOMES_COLUMN = `(select jsonb_object_agg(r.idempotency_key, jsonb_build_object('status', r.status,
+    'reason', coalesce(nullif(r.revert_reason, ''), nullif(r.error, ''))))
+  from relayer_requests r where r.idempotency_key in (f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key,
+    f.cancel_key, f.refund_key, f.refund_payment_key)) as outcomes`
+
+/** The outcomes of a page of fills (each read with its fill), as the decisions take them: by key. */
+export const outcomesOfFills = (fills: ReadonlyArray<Pick<SettlingFill, "outcomes">>) => {
+  const outcomes = new Map<string, CallOutcome>()
+  for (const f of fills) {
+    for (const [key, o] of Object.entries(f.outcomes ?? {})) outcomes.set(key, { status: o.status, reason: o.reason })
+  }
+  return outcomes
 }
 
 /**
@@ -176,7 +196,8 @@ export const settlingFills = (
              o.master as maker_master, o.quote_identity_id as identity_id,
              q.identity_generation::text as qs_identity_generation, q.quote_size::text as qs_quote_size,
              q.valid_until as qs_valid_until, q.quotes as qs_quotes, q.signature as qs_signature,
-             l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret
+             l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret,
+             ${sql.literal(OUTCOMES_COLUMN)}
       from fills f
       join takes t on t.id = f.take_id
       join orders o on o.id = f.order_id
@@ -232,26 +253,6 @@ export const takeOfFill = (fillId: string) =>
     sql<{ take_id: string }>`select take_id::text from fills where id = ${fillId}::uuid`.pipe(
       Effect.map((rows) => rows[0]?.take_id),
     ),
-  )
-
-/** The relayer outcomes of these keys (absent keys: the relayer never got them). */
-export const outcomesOf = (keys: ReadonlyArray<string>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    keys.length === 0
-      ? Effect.succeed(new Map<string, CallOutcome>())
-      : sql<{ idempotency_key: string; status: OutcomeStatus; revert_reason: string | null; error: string }>`
-          select idempotency_key, status, revert_reason, error from relayer_requests
-          where idempotency_key in ${sql.in(keys)}`.pipe(
-          Effect.map(
-            (rows) =>
-              new Map<string, CallOutcome>(
-                rows.map((r) => [
-                  r.idempotency_key,
-                  { status: r.status, reason: r.revert_reason || r.error || null } satisfies CallOutcome,
-                ]),
-              ),
-          ),
-        ),
   )
 
 /** The fill's keys by call, as the decision reads them. */

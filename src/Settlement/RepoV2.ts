@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { type FadePolicy, fadeFlagged } from "../Domain/FadePolicy.ts"
 import { appendJournal } from "../Sql/Journal.ts"
-import { advanceFill, type FillRow, finishFill } from "./Repo.ts"
+import { advanceFill, type FillRow, finishFill, OUTCOMES_COLUMN, type SettlingFill } from "./Repo.ts"
 
 /**
  * The Settlement actor's rows for settlement-v2 fills (takes.escrow_version = 2; migrations 0019, 0020). Reads gather,
@@ -48,6 +48,7 @@ export interface SettlingFillV2 extends FillRow {
   readonly payment_state: "held" | "claimed" | "refunded" | null
   readonly payment_secret: string | null
   readonly public_secret: string | null
+  readonly outcomes: SettlingFill["outcomes"]
 }
 
 /** v2 fills settlement drives: signed and beyond, not final; oldest first, paged like v1's (`takeId`: one take's). */
@@ -74,7 +75,8 @@ export const settlingFillsV2 = (
              q.hashlock_count as qs_hashlock_count, q.quotes as qs_quotes, q.signature as qs_signature,
              l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret,
              (select s.secret from escrow_v2_secrets s where s.fill_digest = f.fill_digest
-                and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret
+                and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret,
+             ${sql.literal(OUTCOMES_COLUMN)}
       from fills f
       join takes t on t.id = f.take_id
       join orders o on o.id = f.order_id
