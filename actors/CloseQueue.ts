@@ -138,8 +138,8 @@ const EntityLive = CloseQueue.toLayer(
 
 /**
  * This runner's listener of relayer outcomes: a close's end (its request final, reverted or replaced) wakes its
- * queue's entity at once when this runner holds its shard (every runner hears every notification; the owner's listener wakes it). A lost wake costs only
- * the cadence (CLOSE_SWEEP).
+ * queue's entity at once when this runner holds its shard (every runner hears every notification; the owner's
+ * listener wakes it). A lost wake costs only the cadence (CLOSE_SWEEP).
  */
 const OutcomeWakes = wakeOnNotify("close-queue", RELAYER_OUTCOME_CHANNEL, (payload) => {
   const { kind, key } = parseRelayerOutcome(payload)
