@@ -61,8 +61,9 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         if (toHash === null) return yield* Effect.die(new Error(`block ${to} not found`))
         const events = decodeV2Logs(logs.right, escrow)
         yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events })
-        // After the page commits, as the v1 ingest does: the takes' settlement entities act on a final v2 step at once
-        // rather than at its fallback beat; only the takes of the fills it names when every event names one.
+        // After the page commits (a v1 page sends it with its journal row; a v2 page writes none): the takes'
+        // settlement entities act on a final v2 step at once rather than at its fallback beat; only the takes of the
+        // fills it names when every event names one. A crash between the two costs the beat (1 s).
         if (events.length > 0) yield* notifyEscrowIndexed(venue.id, fillsNamed(events))
         at = to
       }

@@ -12,8 +12,8 @@ import { fundV2Order, startV2Chain } from "../support/EscrowV2Chains.ts"
 import { pollUntil } from "../support/Poll.ts"
 
 /**
- * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL) after a committed page with v2 events, as the v1
- * ingest does, so a final v2 step is acted on at once rather than at the sweep's fallback beat. This page holds an
+ * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL) after a committed page with v2 events (the v1
+ * ingest sends it with its page's journal row, delivered at commit), so a final v2 step is acted on at once rather than at the sweep's fallback beat. This page holds an
  * order's event, which names no fill, so the payload is the venue alone (a page of lock and payment events names
  * its fills instead: test/unit/escrow-indexed-wake.test.ts).
  * Asserted on the notification itself (no timing): a real anvil chain with SettlementEscrowV2, a funded order, the
