@@ -17,7 +17,7 @@ import {
   settleClosedV2Orders,
   settleFundingOrders,
 } from "../src/Orders/Repo.ts"
-import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "../src/Settlement/Repo.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
@@ -144,13 +144,17 @@ const OrderFundingEntityLive = OrderFunding.toLayer(
 )
 
 /**
- * Wakes on this runner: the fund call's relayer outcome (key `fund:<order id>`) wakes its order; a committed
- * escrow index page of a venue wakes that venue's pending orders (funded, failed, drained).
+ * Wakes on this runner: the end of the fund call's relayer request (key `fund:<order id>`; final, reverted or
+ * replaced) wakes its order; a committed escrow index page of a venue wakes that venue's pending orders (funded,
+ * failed, drained). A `funding` order moves only once its request left queued/pending/included
+ * (settleFundingOrders), so the request's other transitions (UNENDED_TRANSITIONS) wake nothing.
  */
 const OrderFundingWakesLive = Layer.mergeAll(
   wakeOnNotify("order-funding", RELAYER_OUTCOME_CHANNEL, (payload) => {
-    const { key } = parseRelayerOutcome(payload)
-    return key.startsWith("fund:") ? wakeOwned(OrderFunding, [key.slice("fund:".length)]) : Effect.void
+    const { kind, key } = parseRelayerOutcome(payload)
+    return key.startsWith("fund:") && !UNENDED_TRANSITIONS.includes(kind)
+      ? wakeOwned(OrderFunding, [key.slice("fund:".length)])
+      : Effect.void
   }),
   wakeOnNotify("order-funding", ESCROW_INDEXED_CHANNEL, (payload) =>
     Effect.flatMap(fundingPendingOrders(parseEscrowIndexed(payload).venue), (ids) => wakeOwned(OrderFunding, ids)),

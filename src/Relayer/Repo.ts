@@ -37,7 +37,7 @@ export const IN_FLIGHT_TRANSITIONS: ReadonlyArray<string> = ["tx.queued", "tx.pe
 /**
  * Transitions after which the request has still not ended (final, reverted or replaced): in flight, included, or
  * back to pending after a reorg. A waiter that acts only on a request's end (a close queue: Escrow/Closes.ts
- * nextTransition) need not look again for them.
+ * nextTransition; order funding: Orders/Repo.ts settleFundingOrders) need not look again for them.
  */
 export const UNENDED_TRANSITIONS: ReadonlyArray<string> = [...IN_FLIGHT_TRANSITIONS, "tx.included", "tx.reorged"]
 /** The relayer of a venue LISTENs here (payload: venue) to pick up new requests without waiting. */

@@ -1,8 +1,8 @@
 /**
  * What a relayer transition's notification carries (src/Relayer/Repo.ts RELAYER_OUTCOME_CHANNEL): its journal kind
  * and the idempotency key, so a listener can skip the transitions it never acts on (the settlement's wake skips
- * IN_FLIGHT_TRANSITIONS, a close queue's UNENDED_TRANSITIONS) while awaitOutcome and order funding route on the key
- * as before.
+ * IN_FLIGHT_TRANSITIONS, close queues and order funding UNENDED_TRANSITIONS) while awaitOutcome routes on the key as
+ * before.
  */
 import { describe, expect, it } from "vitest"
 import { nextTransition, type OpenClose } from "../../src/Escrow/Closes.ts"
