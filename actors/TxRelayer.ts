@@ -125,6 +125,12 @@ export const makeTxRelayer = (venue: VenueConfig) =>
      * re-checked anyway, so a missed reorg can never make a transaction final wrongly.
      */
     let lastHead: { readonly number: bigint; readonly hash: Hex } | undefined
+    /**
+     * Request id → head of the first pass that saw its nonce as the lowest open one. In memory: after a
+     * restart the count starts again, which only delays a bump. When a stuck nonce is finally mined, the
+     * ones queued behind it are not replaced at once for the blocks they spent waiting on it.
+     */
+    const lineSince = new Map<bigint, bigint>()
     const unchangedUpTo = (h: Heads) =>
       Effect.gen(function* () {
         const last = lastHead
@@ -149,6 +155,8 @@ export const makeTxRelayer = (venue: VenueConfig) =>
             concurrency: "unbounded",
           },
         )
+        const openIds = new Set(open.map((r) => r.id))
+        for (const id of lineSince.keys()) if (!openIds.has(id)) lineSince.delete(id)
         const attempts = yield* attemptsOf(open.map((r) => r.id))
         const byRequest = new Map<bigint, Array<AttemptRow>>()
         for (const a of attempts) byRequest.set(a.requestId, [...(byRequest.get(a.requestId) ?? []), a])
@@ -209,6 +217,8 @@ export const makeTxRelayer = (venue: VenueConfig) =>
           receipt = receipts.find((x) => x !== null) ?? null
         }
         const headOfLine = r.nonce === latestCount
+        const since = lineSince.get(r.id) ?? h.latest
+        if (headOfLine) lineSince.set(r.id, since)
         const known = consumed || !headOfLine ? true : yield* chain.known(last.txHash)
         const decision = decidePending({
           nonce: r.nonce,
@@ -219,6 +229,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
           broadcasts: last.broadcasts,
           head: h.latest,
           sentBlock: last.sentBlock ?? h.latest,
+          headOfLineSince: headOfLine ? since : h.latest,
           bumpAfterBlocks: settings.bump_after_blocks,
         })
         switch (decision) {

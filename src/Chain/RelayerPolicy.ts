@@ -101,6 +101,11 @@ export interface PendingFacts {
   readonly head: bigint
   /** Head when the last attempt was signed. */
   readonly sentBlock: bigint
+  /**
+   * Head of the first pass that saw this nonce as the next one the chain needs (`head` when first seen).
+   * Blocks mined while a lower nonce was still open say nothing about this one's fees.
+   */
+  readonly headOfLineSince: bigint
   readonly bumpAfterBlocks: number
 }
 
@@ -112,14 +117,16 @@ export type PendingDecision =
   | "replaced" // our nonce is consumed at the finalized head by none of our attempts
   | "wait" // consumed but no receipt seen yet (node lag, or not final): look again next pass
   | "rebroadcast" // nonce open and the node has lost (or never got) our last attempt
-  | "bump" // nonce open for bumpAfterBlocks blocks: replace with higher fees
+  | "bump" // lowest open nonce for bumpAfterBlocks blocks since signed: replace with higher fees
   | "idle" // nonce open, attempt known, not yet time to bump
 
 /** Classifies a pending request by query results, never by an error text. */
 export const decidePending = (f: PendingFacts): PendingDecision => {
   if (f.receiptFound) return "included"
   if (f.latestCount > f.nonce) return f.finalizedCount > f.nonce ? "replaced" : "wait"
-  if (headOfLine(f) && f.head - f.sentBlock >= BigInt(f.bumpAfterBlocks)) return "bump"
+  // biome-ignore lint/complexity/useMathMinMax: bigint
+  const waitingSince = f.sentBlock > f.headOfLineSince ? f.sentBlock : f.headOfLineSince
+  if (headOfLine(f) && f.head - waitingSince >= BigInt(f.bumpAfterBlocks)) return "bump"
   if (!f.lastAttemptKnown || f.broadcasts === 0) return "rebroadcast"
   return "idle"
 }

@@ -259,6 +259,55 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("transaction 
     ),
   )
 
+  it.effect("a nonce queued behind a stuck one is replaced only after its own wait as the lowest open nonce", () =>
+    Effect.flatMap(TestChainTag, (c) =>
+      manualMining(
+        c,
+        Effect.gen(function* () {
+          const r = yield* Relayer
+          const { handle } = yield* relayer
+          const attemptsOf = (k: string) => r.status(k).pipe(Effect.map((s) => Option.getOrThrow(s).attempts))
+          for (const [k, i] of [
+            ["line-a", 905],
+            ["line-b", 906],
+          ] as const) {
+            yield* r.submit({ idempotencyKey: k, venue: "hyperliquid", to: c.token, data: mintData(recipient(i), 5n) })
+          }
+          yield* handle.tick
+          // Neither can be included for three blocks; only the lower nonce (line-a) is replaced.
+          yield* rpc(c, "anvil_setNextBlockBaseFeePerGas", [`0x${(500n * 10n ** 9n).toString(16)}`])
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          yield* Effect.promise(() => c.test.mine({ blocks: 2 }))
+          yield* handle.tick
+          expect((yield* attemptsOf("line-a")).length).toBe(2)
+          expect((yield* attemptsOf("line-b")).length).toBe(1)
+          // line-a's replacement is mined; line-b, still under the base fee, is now the lowest open nonce.
+          // The four blocks since it was signed were spent waiting on line-a: it is not replaced yet.
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          expect((yield* r.status("line-a")).pipe(Option.getOrThrow).status).toBe("included")
+          expect((yield* attemptsOf("line-b")).length).toBe(1)
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          expect((yield* attemptsOf("line-b")).length).toBe(1)
+          // Two blocks as the lowest open nonce: now it is.
+          yield* Effect.promise(() => c.test.mine({ blocks: 1 }))
+          yield* handle.tick
+          const b = yield* attemptsOf("line-b")
+          expect(b.length).toBe(2)
+          yield* Effect.promise(() => c.test.mine({ blocks: 4 }))
+          yield* handle.tick
+          yield* handle.tick
+          const outcome = (yield* r.status("line-b")).pipe(Option.getOrThrow)
+          expect(outcome.status).toBe("final")
+          expect(outcome.txHash).toBe(b[1])
+          expect(yield* balanceOf(c, recipient(906))).toBe(5n)
+        }),
+      ),
+    ),
+  )
+
   it.effect("a dropped transaction is rebroadcast from its stored bytes", () =>
     Effect.flatMap(TestChainTag, (c) =>
       manualMining(

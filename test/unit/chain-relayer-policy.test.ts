@@ -141,6 +141,7 @@ describe("relayer policy", () => {
       broadcasts: 1,
       head: 100n,
       sentBlock: 100n,
+      headOfLineSince: 100n,
       bumpAfterBlocks: 3,
     }
     expect(decidePending(base)).toBe("idle")
@@ -152,6 +153,12 @@ describe("relayer policy", () => {
     expect(decidePending({ ...base, broadcasts: 0 })).toBe("rebroadcast")
     expect(decidePending({ ...base, head: 103n })).toBe("bump")
     expect(decidePending({ ...base, head: 103n, lastAttemptKnown: false })).toBe("bump")
+    // Signed long ago but the lowest open nonce only since block 102: the blocks it spent behind a lower
+    // nonce do not count (a batch's own blocks on an automining chain, or a stuck predecessor just mined).
+    expect(decidePending({ ...base, head: 104n, headOfLineSince: 102n })).toBe("idle")
+    expect(decidePending({ ...base, head: 105n, headOfLineSince: 102n })).toBe("bump")
+    // A replacement signed later restarts the count.
+    expect(decidePending({ ...base, head: 104n, headOfLineSince: 90n, sentBlock: 102n })).toBe("idle")
     // Not the lowest open nonce: it waits on its predecessor, not on its fees.
     expect(decidePending({ ...base, nonce: 6n, head: 110n })).toBe("idle")
     expect(decidePending({ ...base, nonce: 6n, head: 110n, broadcasts: 0 })).toBe("rebroadcast")
