@@ -36,8 +36,9 @@ import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./T
  * - pending: classified by query (receipts of every attempt, the signer's nonce count at latest and
  *   at finalized, the node's knowledge of the last attempt), never by error text: included;
  *   replaced (our nonce consumed, at finality, by none of our attempts); rebroadcast of the stored
- *   bytes (dropped, or a crash before/after the first broadcast); or, for the lowest open nonce
- *   after `bump_after_blocks`, a replacement with fees raised by at least `bump_percent`;
+ *   bytes (dropped, or a crash before/after the first broadcast); or, for a nonce that has been the
+ *   lowest open one for `bump_after_blocks` blocks since its last attempt, a replacement with fees
+ *   raised by at least `bump_percent`;
  * - included: re-checked each pass (a reorg sends it back to pending) and made final (or reverted)
  *   only once its block is at or below the finalized head.
  */

@@ -75,7 +75,10 @@ export class RelayerAllow extends Schema.Class<RelayerAllow>("RelayerAllow")({
 export class RelayerSettings extends Schema.Class<RelayerSettings>("RelayerSettings")({
   /** Pause between two passes over queued and in-flight transactions, milliseconds. */
   poll_ms: Schema.optionalWith(PositiveInt, { default: () => 500 }),
-  /** A transaction whose nonce is still open this many blocks after its last attempt is re-priced. */
+  /**
+   * A transaction is re-priced once its nonce has been the lowest open one for this many blocks since its last
+   * attempt (blocks spent behind a lower open nonce do not count).
+   */
   bump_after_blocks: Schema.optionalWith(PositiveInt, { default: () => 3 }),
   /** Fee increase of a replacement, percent (at least 12.5, plus one wei). */
   bump_percent: Schema.optionalWith(Schema.Number.pipe(Schema.greaterThanOrEqualTo(12.5)), { default: () => 12.5 }),
