@@ -13,7 +13,7 @@ import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { awaitExit, type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
-import { pollUntil } from "../support/Poll.ts"
+import { settleRequestsAtRest } from "../support/Rows.ts"
 import { makerOrder, signedTake } from "../support/Takes.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
 
@@ -156,20 +156,8 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("settlement a
           }
           yield* Effect.sleep("500 millis")
         }
-        // A step counts as final by the escrow index or by the relayer, whichever sees it first: the fill can be
-        // settled while the relayer's own row for the last call still says included. Keep the service up until
-        // the relayer has finished its rows too.
-        const relayerRows = sql<{ idempotency_key: string; status: string }>`
-          select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}
-          order by id`
-        const keys = yield* pollUntil(
-          relayerRows,
-          (rows) => rows.every((r) => !["queued", "pending", "included"].includes(r.status)),
-          {
-            every: "250 millis",
-            within: "60 seconds",
-          },
-        ).pipe(Effect.orElse(() => relayerRows))
+        // Keep the service up until the relayer has finished its rows too.
+        const keys = yield* settleRequestsAtRest(fillId)
         yield* stopService(service)
         yield* Fiber.interrupt(miner)
 

@@ -17,6 +17,7 @@ import { account } from "../support/ChainDevnet.ts"
 import type { CrashableService } from "../support/ChainProcess.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { settleRequestsAtRest } from "../support/Rows.ts"
 import {
   authorizeWhenFinal,
   balanceOf,
@@ -99,16 +100,6 @@ const makerReady = Effect.gen(function* () {
   )
 })
 
-/** The relayer rows of one take's calls: one per key, and whether all reached final. */
-const callRows = (takeId: string, fillId: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) =>
-      sql<{ idempotency_key: string; status: string }>`select idempotency_key, status from relayer_requests
-      where idempotency_key like ${`settle:${fillId}:%`} or idempotency_key like ${`settle:take:${takeId}:%`}
-      order by id`,
-  )
-
 /** What a settled take must show: one request per call, all final; one payout each side; escrows conserved. */
 const settledOnce = (p: {
   readonly takeId: string
@@ -129,11 +120,7 @@ const settledOnce = (p: {
     const { hl, aster } = stack
     const sql = yield* SqlClient.SqlClient
     expect(yield* onChain(stack, p.digest)).toEqual({ lock: "Claimed", payment: "Claimed" })
-    const rows = yield* pollUntil(
-      callRows(p.takeId, p.fillId),
-      (rs) => rs.every((r) => !["queued", "pending", "included"].includes(r.status)),
-      { every: "250 millis", within: "60 seconds" },
-    ).pipe(Effect.orElse(() => callRows(p.takeId, p.fillId)))
+    const rows = yield* settleRequestsAtRest(p.fillId, p.takeId)
     expect(rows.map((r) => [r.idempotency_key, r.status])).toEqual([
       [`settle:${p.fillId}:lock`, "final"],
       [`settle:take:${p.takeId}:payTake`, "final"],

@@ -11,6 +11,7 @@ import { Relayer } from "../../src/Relayer.ts"
 import { identityFades, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
 import type { TestChain } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { settleRequestsAtRest } from "../support/Rows.ts"
 import {
   fresh,
   M,
@@ -53,7 +54,6 @@ const fillsOf = (takeId: string) =>
 const allIn = (takeId: string, states: ReadonlyArray<string>) =>
   Effect.map(fillsOf(takeId), (rows) => rows.length > 0 && rows.every((r) => states.includes(r.state)))
 
-/** Waits (the singleton running) until `done` holds. */
 /**
  * The service's settlement as a loop of passes at the entities' cadence (a stop and a restart of it rebuild
  * everything from rows, as a new entity instance does).
@@ -258,7 +258,6 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
   it.effect("a crash between committing each key and submitting it: resubmitted, one request per step", () =>
     Effect.gen(function* () {
       const { hl, aster } = yield* SettleV2Env
-      const sql = yield* SqlClient.SqlClient
       const relayer = yield* Relayer
       const maker = yield* newMakerV2(1, 2_000_000n)
       const take = yield* newTake(maker, 2, 600_000n)
@@ -281,10 +280,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       yield* revealV2(maker, take.fills[0]!.digest, 2)
       yield* settle(settleUntil("settled", allIn(take.takeId, ["settled"])))
       const fillId = take.fills[0]!.id
-      const keys = yield* sql<{ idempotency_key: string; status: string }>`
-        select idempotency_key, status from relayer_requests
-        where idempotency_key like ${`settle:${fillId}:%`} or idempotency_key like ${`settle:take:${take.takeId}:%`}
-        order by id`
+      const keys = yield* settleRequestsAtRest(fillId, take.takeId)
       expect(keys.map((k) => [k.idempotency_key, k.status])).toEqual([
         [`settle:${fillId}:lock`, "final"],
         [`settle:take:${take.takeId}:payTake`, "final"],

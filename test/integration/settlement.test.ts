@@ -21,6 +21,7 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { TestDatabaseLive } from "../support/Database.ts"
 import { runKeyed } from "../support/KeyedActors.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { settleRequestsAtRest } from "../support/Rows.ts"
 import { settlementPass } from "../support/SettlementPass.ts"
 import { signIn } from "../support/SignIn.ts"
 import { getTake, type MakerOrder, makerOrder, signedTake, takeOverHttp } from "../support/Takes.ts"
@@ -274,9 +275,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       ])
       expect(kinds.filter((k) => k.master === A.master).map((k) => k.kind)).toContain("fill.settled")
       // Every call went through the relayer under the fill's keys, once each.
-      const keys = yield* sql<{ idempotency_key: string; status: string }>`
-        select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${rows[0]!.id}:%`}
-        order by id`
+      const keys = yield* settleRequestsAtRest(rows[0]!.id)
       expect(keys.map((k) => [k.idempotency_key.split(":")[2], k.status])).toEqual([
         ["lock", "final"],
         ["pay", "final"],
@@ -400,9 +399,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
         Effect.provideService(Relayer, crashing),
       )
       const fillId = t.fills[0]!.id
-      const keys = yield* sql<{ idempotency_key: string; status: string }>`
-        select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}
-        order by id`
+      const keys = yield* settleRequestsAtRest(fillId)
       expect(keys.map((k) => [k.idempotency_key, k.status])).toEqual(
         ["lock", "pay", "claim", "claimPayment"].map((c) => [`settle:${fillId}:${c}`, "final"]),
       )
@@ -490,9 +487,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
         expect(yield* balanceOf(aster, A.payee)).toBe(800_000n)
         expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0 - 800_000n)
         // Each call once, under the fill's keys: the stored pay key was submitted once, by the new instance.
-        const keys = yield* sql<{ idempotency_key: string; status: string }>`
-        select idempotency_key, status from relayer_requests where idempotency_key like ${`settle:${fillId}:%`}
-        order by id`
+        const keys = yield* settleRequestsAtRest(fillId)
         expect(keys.map((k) => [k.idempotency_key.split(":")[2], k.status])).toEqual([
           ["lock", "final"],
           ["pay", "final"],

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
+import { pollUntil } from "./Poll.ts"
 
 /**
  * Inserts a row as its owner would have left it, for tests of readers (alerts, the status page): `values`
@@ -39,3 +40,24 @@ const neutral = (type: string, max: number | null): unknown => {
 }
 
 export const ago = (seconds: number) => new Date(Date.now() - seconds * 1000)
+
+/**
+ * The relayer requests of a fill's settlement calls (`settle:<fill>:<call>`, and v2's `settle:take:<take>:payTake`),
+ * in submission order, once none is in flight. A step counts as done by the escrow index or by the relayer,
+ * whichever sees it first, so a fill can be settled while the relayer's row for its last call still says included.
+ * After `within` the last read is returned as it is, for the caller's assertion to show.
+ */
+export const settleRequestsAtRest = (fillId: string, takeId?: string, within: Duration.DurationInput = "60 seconds") =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = sql<{ idempotency_key: string; status: string }>`
+      select idempotency_key, status from relayer_requests
+      where idempotency_key like ${`settle:${fillId}:%`} or idempotency_key like ${`settle:take:${takeId ?? "-"}:%`}
+      order by id`
+    return yield* pollUntil(rows, (rs) => rs.every((r) => !IN_FLIGHT.includes(r.status)), {
+      every: "200 millis",
+      within,
+    }).pipe(Effect.orElse(() => rows))
+  })
+
+const IN_FLIGHT = ["queued", "pending", "included"]
