@@ -12,11 +12,16 @@ import { Effect } from "effect"
  *   const before = yield* cost.snapshot
  *   … the phase …
  *   const per = yield* cost.perUnit(before, unitsDone)   // { cpuMs, statements }
+ *
+ * BENCH_STATEMENT_TOP=n also prints, for each phase measured, the n statements run most often in it (calls per
+ * unit, then the normalised query's first 160 characters), to tell which ones a cut would remove.
  */
 export interface CostSnapshot {
   readonly cpuMs: number
   /** null when pg_stat_statements is not loaded. */
   readonly statements: number | null
+  /** Calls per normalised query, only when BENCH_STATEMENT_TOP is set. */
+  readonly byQuery: ReadonlyMap<string, number> | null
 }
 
 export interface PerUnit {
@@ -78,21 +83,45 @@ const statementCount = (sql: SqlClient.SqlClient) =>
     return row?.calls === null || row?.calls === undefined ? 0 : Number(row.calls)
   }).pipe(Effect.orElseSucceed(() => null))
 
+const TOP = Number(process.env.BENCH_STATEMENT_TOP ?? 0)
+
+const callsByQuery = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ query: string; calls: string }>`
+      select query, sum(calls)::text as calls from pg_stat_statements
+      where query not like '%pg_stat_statements%' group by query`,
+    (rows) => new Map(rows.map((r) => [r.query, Number(r.calls)])),
+  ).pipe(Effect.orElseSucceed(() => null))
+
+/** The TOP statements run most often between two snapshots, per unit. */
+const printTop = (before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, n: number) => {
+  const rows = [...after]
+    .map(([query, calls]) => ({ query, calls: calls - (before.get(query) ?? 0) }))
+    .filter((r) => r.calls > 0)
+    .sort((a, b) => b.calls - a.calls)
+    .slice(0, TOP)
+  console.log(`top ${rows.length} statements per unit (of ${n} units):`)
+  for (const r of rows)
+    console.log(`${(r.calls / n).toFixed(2).padStart(8)}  ${r.query.replace(/\s+/g, " ").slice(0, 160)}`)
+}
+
 export const costMeter = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const snapshot: Effect.Effect<CostSnapshot> = Effect.map(statementCount(sql), (statements) => ({
-    cpuMs: treeCpuMs(),
-    statements,
-  }))
+  const snapshot: Effect.Effect<CostSnapshot> = Effect.gen(function* () {
+    const statements = yield* statementCount(sql)
+    const byQuery = TOP > 0 && statements !== null ? yield* callsByQuery(sql) : null
+    return { cpuMs: treeCpuMs(), statements, byQuery }
+  })
   const perUnit = (before: CostSnapshot, units: number): Effect.Effect<PerUnit> =>
     Effect.map(snapshot, (after) => {
       const n = Math.max(1, units)
+      if (before.byQuery !== null && after.byQuery !== null) printTop(before.byQuery, after.byQuery, n)
       return {
         cpuMs: (after.cpuMs - before.cpuMs) / n,
         statements:
           after.statements === null || before.statements === null
             ? null
-            : // the snapshot's own two statements are excluded by the filter; the rest is the phase's
+            : // the snapshot's own statements are excluded by the filter; the rest is the phase's
               (after.statements - before.statements) / n,
       }
     })
