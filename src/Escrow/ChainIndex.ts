@@ -235,6 +235,14 @@ export interface IngestPage {
 }
 
 /**
+ * A page's writes in one transaction; an empty page is its one guarded statement (the cursor's move), atomic alone,
+ * so it runs without BEGIN and COMMIT: two of its three round trips. Most pages are empty (a watcher pages every
+ * new head): at 8 concurrent takes that was ~17% of the database's statements.
+ */
+export const inOneTransaction = <A, E, R>(sql: SqlClient.SqlClient, events: number, page: Effect.Effect<A, E, R>) =>
+  events === 0 ? page : sql.withTransaction(page)
+
+/**
  * Indexes one page in one transaction: the cursor row is locked and must still be `fromBlock - 1`
  * (so a page is applied exactly once even if two watchers overlap during a hand-over), the events
  * are inserted, the rows they touch are loaded, folded and written back, and the cursor moves to
@@ -244,7 +252,9 @@ export const ingestPage = (
   page: IngestPage,
 ): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
+    inOneTransaction(
+      sql,
+      page.events.length,
       Effect.gen(function* () {
         const { venue, events } = page
         const toHash = page.toHash.toLowerCase()

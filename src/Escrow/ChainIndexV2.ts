@@ -10,7 +10,7 @@ import {
   type IndexStateV2,
   touchedKeysV2,
 } from "../Chain/EscrowIndexV2.ts"
-import { CursorMoved } from "./ChainIndex.ts"
+import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
 
 /**
  * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
@@ -59,12 +59,17 @@ export interface IngestV2Page {
 const s = (n: bigint | number) => n.toString()
 const sOrNull = (n: bigint | null) => (n === null ? null : n.toString())
 
-/** Indexes one page of v2 events in one transaction (see the module note). Returns the number of events. */
+/**
+ * Indexes one page of v2 events in one transaction (see the module note; an empty page is its one statement, see
+ * inOneTransaction). Returns the number of events.
+ */
 export const ingestV2Page = (
   page: IngestV2Page,
 ): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
+    inOneTransaction(
+      sql,
+      page.events.length,
       Effect.gen(function* () {
         const { venue, events } = page
         const moved = yield* sql<{ venue: string }>`
