@@ -17,8 +17,7 @@ import {
   markReorged,
   markReplaced,
   markSimulatedRevert,
-  openRequests,
-  queuedRequests,
+  passRequests,
   RELAYER_QUEUED_CHANNEL,
   type ReceiptFacts,
   type RequestRow,
@@ -77,9 +76,8 @@ export const makeTxRelayer = (venue: VenueConfig) =>
     const settings = venue.relayer
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    const sendQueued = (h: Heads) =>
+    const sendQueued = (h: Heads, queued: ReadonlyArray<RequestRow>) =>
       Effect.gen(function* () {
-        const queued = yield* queuedRequests(venue.id, signer, settings.batch)
         if (queued.length === 0) return 0
         const sims = yield* Effect.forEach(queued, simulate, { concurrency: SIMULATE_CONCURRENCY })
         for (const s of sims) {
@@ -142,10 +140,9 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         return (yield* chain.blockHashAt(last.number)) === last.hash ? last.number : -1n
       })
 
-    const follow = (h: Heads) =>
+    const follow = (h: Heads, open: ReadonlyArray<RequestRow>) =>
       Effect.gen(function* () {
         const unchanged = yield* unchangedUpTo(h)
-        const open = yield* openRequests(venue.id, signer)
         if (open.length === 0) {
           lastHead = { number: h.latest, hash: h.latestHash }
           return 0
@@ -287,8 +284,10 @@ export const makeTxRelayer = (venue: VenueConfig) =>
 
     const tick = Effect.gen(function* () {
       const h = yield* heads
-      const open = yield* follow(h)
-      const signed = yield* sendQueued(h)
+      // Follow's transitions touch only open requests, so the queued ones read with them are still queued after it.
+      const work = yield* passRequests(venue.id, signer, settings.batch)
+      const open = yield* follow(h, work.open)
+      const signed = yield* sendQueued(h, work.queued)
       return { signed, open }
     })
 

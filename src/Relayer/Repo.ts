@@ -285,19 +285,32 @@ export const attemptsOf = (requestIds: ReadonlyArray<bigint>) =>
         ),
   )
 
-/** Requests signed and not final yet (pending or included), in nonce order. */
-export const openRequests = (venue: string, signer: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<RawRequest>`select ${sql.literal(REQUEST_COLS)} from relayer_requests
-      where venue = ${venue} and signer = ${signer.toLowerCase()} and status in ('pending', 'included')
-      order by nonce`.pipe(Effect.map((rows) => rows.map(toRequest))),
-  )
+const MAX = 2n ** 256n
+const ascending = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)
 
-export const queuedRequests = (venue: string, signer: string, limit: number) =>
+/**
+ * A relayer pass's work, in one round trip: `open`, the requests signed and not final yet (pending or included), in
+ * nonce order; `queued`, the first `limit` queued ones, in id order. A request queued after this read is the next
+ * pass's (its NOTIFY wakes the relayer at once).
+ */
+export const passRequests = (venue: string, signer: string, limit: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<RawRequest>`select ${sql.literal(REQUEST_COLS)} from relayer_requests
-      where venue = ${venue} and signer = ${signer.toLowerCase()} and status = 'queued'
-      order by id limit ${limit}`.pipe(Effect.map((rows) => rows.map(toRequest))),
+    sql<RawRequest>`
+      (select ${sql.literal(REQUEST_COLS)} from relayer_requests
+        where venue = ${venue} and signer = ${signer.toLowerCase()} and status in ('pending', 'included'))
+      union all
+      (select ${sql.literal(REQUEST_COLS)} from relayer_requests
+        where venue = ${venue} and signer = ${signer.toLowerCase()} and status = 'queued'
+        order by id limit ${limit})`.pipe(
+      Effect.map((rows) => {
+        const all = rows.map(toRequest)
+        const open = all.filter((r) => r.status !== "queued")
+        // As `order by nonce` would (nulls last; a signed request always has one) and `order by id`.
+        open.sort((a, b) => ascending(a.nonce ?? MAX, b.nonce ?? MAX))
+        const queued = all.filter((r) => r.status === "queued").sort((a, b) => ascending(a.id, b.id))
+        return { open, queued }
+      }),
+    ),
   )
 
 /** Relayer requests not yet in a block: what /health calls pending transactions. */
