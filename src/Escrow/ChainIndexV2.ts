@@ -24,27 +24,34 @@ export interface V2Cursor {
   readonly indexedHash: string | null
 }
 
-/** Creates the venue's v2 cursor just before the escrow's deployment block (kept when it exists). */
+/**
+ * The venue's v2 cursor, created just before the escrow's deployment block when it does not exist (kept when it
+ * does). One statement, run every poll: the row it inserts, else the row that was there. A row another writer
+ * inserts concurrently is not in this statement's snapshot: undefined then, and the next poll reads it.
+ */
 export const initV2Cursor = (venue: string, escrow: Address, deploymentBlock: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      yield* sql`
+    sql<{ escrow: string; b: string; h: string | null }>`
+      with created as (
         insert into escrow_v2_cursor (venue, escrow, indexed_block)
         values (${venue}, ${escrow.toLowerCase()}, ${Math.max(0, deploymentBlock - 1)})
-        on conflict (venue) do nothing`
-      return yield* v2Cursor(venue)
-    }),
+        on conflict (venue) do nothing
+        returning escrow, indexed_block, indexed_hash
+      )
+      select escrow, indexed_block::text as b, indexed_hash as h from created
+      union all
+      select escrow, indexed_block::text, indexed_hash from escrow_v2_cursor
+      where venue = ${venue} and not exists (select from created)`.pipe(Effect.map((rows) => toV2Cursor(rows[0]))),
   )
+
+const toV2Cursor = (row: { escrow: string; b: string; h: string | null } | undefined): V2Cursor | undefined =>
+  row === undefined ? undefined : { escrow: row.escrow, indexedBlock: BigInt(row.b), indexedHash: row.h }
 
 export const v2Cursor = (venue: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ escrow: string; b: string; h: string | null }>`
       select escrow, indexed_block::text as b, indexed_hash as h from escrow_v2_cursor where venue = ${venue}`.pipe(
-      Effect.map((rows): V2Cursor | undefined =>
-        rows[0] === undefined
-          ? undefined
-          : { escrow: rows[0].escrow, indexedBlock: BigInt(rows[0].b), indexedHash: rows[0].h },
-      ),
+      Effect.map((rows) => toV2Cursor(rows[0])),
     ),
   )
 
