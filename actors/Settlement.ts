@@ -53,8 +53,8 @@ import {
   settlingFills,
   takeOfFill,
   takesOfOpenFills,
-  takeToSettle,
 } from "../src/Settlement/Repo.ts"
+import { takeAndFillsToSettle } from "../src/Settlement/RepoV2.ts"
 import { expireUnsignedTakes } from "../src/Takes/Repo.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 import { settleTakeV2 } from "./SettlementV2.ts"
@@ -266,7 +266,8 @@ export const stepSettlement =
   <E, R>(open: OpenSecret, chainTimes: Effect.Effect<ReadonlyMap<string, bigint>, E, R>, pageSize = BATCH) =>
   (takeId: string) =>
     Effect.gen(function* () {
-      const take = yield* takeToSettle(takeId)
+      // One statement: the take and, when it is a signed v2 take, its first page of fills.
+      const take = yield* takeAndFillsToSettle(takeId, pageSize)
       if (take === undefined) return idle
       if (take.state === "reserved") {
         if (take.window_ms > 0) return again(Duration.millis(Math.min(take.window_ms + 50, 60_000)))
@@ -276,7 +277,7 @@ export const stepSettlement =
       if (take.state !== "signed") return idle
       const pass: TakePass =
         take.escrow_version === 2
-          ? yield* settleTakeV2(takeId, chainTimes, pageSize)
+          ? yield* settleTakeV2(takeId, chainTimes, pageSize, take.fills)
           : yield* settleTakeV1(open, takeId, chainTimes, pageSize)
       // The fills of a pass finish in concurrent transactions, each rolling the take up only if it sees no other fill
       // open: two that finish together each see the other open (not yet committed), and neither rolls it up. Once

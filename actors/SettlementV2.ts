@@ -123,13 +123,15 @@ const submitCallV2 = (f: SettlingFillV2, call: SettlementCall, key: string) =>
 
 /**
  * One pass over the nonfinal v2 fills of one take (its Settlement entity's step, actors/Settlement.ts);
- * `chainTimes` (latest block time per venue) is read once, and only when there is a fill to drive. Returns how
- * many fills it acted on and how many nonfinal fills it saw.
+ * `chainTimes` (latest block time per venue) is read once, and only when there is a fill to drive. `firstPage`: the
+ * first `pageSize` fills when the caller read them with the take (takeAndFillsToSettle). Returns how many fills it
+ * acted on and how many nonfinal fills it saw.
  */
 export const settleTakeV2 = <E, R>(
   takeId: string,
   chainTimes: Effect.Effect<ReadonlyMap<string, bigint>, E, R>,
   pageSize = BATCH,
+  firstPage?: ReadonlyArray<SettlingFillV2>,
 ) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
@@ -140,8 +142,10 @@ export const settleTakeV2 = <E, R>(
     let seen = 0
     let times: ReadonlyMap<string, bigint> | null = null
     let after: { createdKey: string; id: string } | null = null
+    let given = firstPage
     for (;;) {
-      const fills: ReadonlyArray<SettlingFillV2> = yield* settlingFillsV2(pageSize, after, takeId)
+      const fills: ReadonlyArray<SettlingFillV2> = given ?? (yield* settlingFillsV2(pageSize, after, takeId))
+      given = undefined
       if (fills.length === 0) break
       seen += fills.length
       times ??= yield* chainTimes

@@ -238,15 +238,6 @@ export const settlementPendingTakes = (venue?: string) =>
     ),
   )
 
-/** The take a Settlement entity drives: its state, version and pay window (database time); undefined: no such take. */
-export const takeToSettle = (takeId: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ state: string; escrow_version: number; window_ms: number }>`
-      select state, escrow_version::int as escrow_version,
-             greatest(0, extract(epoch from (pay_deadline - now())) * 1000)::float8 as window_ms
-      from takes where id = ${takeId}::uuid`.pipe(Effect.map((rows) => rows[0])),
-  )
-
 /** The take of a fill (a relayer outcome names the fill). */
 export const takeOfFill = (fillId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { type FadePolicy, fadeFlagged } from "../Domain/FadePolicy.ts"
 import { appendJournal } from "../Sql/Journal.ts"
@@ -51,44 +51,90 @@ export interface SettlingFillV2 extends FillRow {
   readonly outcomes: SettlingFill["outcomes"]
 }
 
+/** The columns of a settling v2 fill (f: fills, t: its take, o: its order, q: its quote set, l/p: the v2 index). */
+const SETTLING_V2_COLUMNS = `f.id, f.created_at::text as created_key, f.take_id, f.order_id, f.state, f.fill_key,
+  f.fill_digest, f.maker_venue, f.taker_venue, f.sequence::text, f.quote_index, f.amount_in::text, f.amount_out::text,
+  f.maker_expiry::text, f.taker_expiry::text, f.pay_by::text, f.fill, f.signature, f.hashlock_proof,
+  f.cancel_signature, f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key, f.cancel_key, f.refund_key,
+  f.refund_payment_key, f.error,
+  t.master as taker_master, t.permit_signature, t.to_sign as take_to_sign, t.pay_authorization,
+  t.pay_authorization_requested_at is not null as pay_requested,
+  not exists (select 1 from fills g where g.take_id = f.take_id
+    and g.state not in ('locked', 'paying', 'paid', 'claiming', 'claimed', 'settled')) as take_locks_final,
+  o.master as maker_master, f.quote_identity_id as identity_id,
+  q.identity_generation::text as qs_identity_generation, q.quote_size::text as qs_quote_size,
+  q.issued_at::text as qs_issued_at, q.valid_until as qs_valid_until, q.hashlock_root as qs_hashlock_root,
+  q.hashlock_count as qs_hashlock_count, q.quotes as qs_quotes, q.signature as qs_signature,
+  l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret,
+  (select s.secret from escrow_v2_secrets s where s.fill_digest = f.fill_digest
+     and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret,
+  ${OUTCOMES_COLUMN}`
+
+/** The nonfinal v2 fills settlement drives, oldest first, as a query over `where` (its own conditions). */
+const settlingV2 = (sql: SqlClient.SqlClient, where: Statement.Fragment, limit: number) => sql<SettlingFillV2>`
+  select ${sql.literal(SETTLING_V2_COLUMNS)}
+  from fills f
+  join takes t on t.id = f.take_id
+  join orders o on o.id = f.order_id
+  join quote_sets q on q.order_id = f.order_id and q.sequence = f.sequence
+  left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
+  left join escrow_v2_payments p on p.venue = f.taker_venue and p.fill_digest = f.fill_digest
+  where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
+    and t.escrow_version = 2 ${where}
+  order by f.created_at, f.id
+  limit ${limit}`
+
 /** v2 fills settlement drives: signed and beyond, not final; oldest first, paged like v1's (`takeId`: one take's). */
 export const settlingFillsV2 = (
   limit: number,
   after: { readonly createdKey: string; readonly id: string } | null = null,
   takeId?: string,
 ) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql<SettlingFillV2>`
-      select f.id, f.created_at::text as created_key, f.take_id, f.order_id, f.state, f.fill_key, f.fill_digest,
-             f.maker_venue, f.taker_venue, f.sequence::text, f.quote_index, f.amount_in::text, f.amount_out::text,
-             f.maker_expiry::text, f.taker_expiry::text, f.pay_by::text, f.fill, f.signature, f.hashlock_proof,
-             f.cancel_signature, f.lock_key, f.pay_key, f.claim_key, f.claim_payment_key, f.cancel_key, f.refund_key,
-             f.refund_payment_key, f.error,
-             t.master as taker_master, t.permit_signature, t.to_sign as take_to_sign, t.pay_authorization,
-             t.pay_authorization_requested_at is not null as pay_requested,
-             not exists (select 1 from fills g where g.take_id = f.take_id
-               and g.state not in ('locked', 'paying', 'paid', 'claiming', 'claimed', 'settled')) as take_locks_final,
-             o.master as maker_master, f.quote_identity_id as identity_id,
-             q.identity_generation::text as qs_identity_generation, q.quote_size::text as qs_quote_size,
-             q.issued_at::text as qs_issued_at, q.valid_until as qs_valid_until, q.hashlock_root as qs_hashlock_root,
-             q.hashlock_count as qs_hashlock_count, q.quotes as qs_quotes, q.signature as qs_signature,
-             l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret,
-             (select s.secret from escrow_v2_secrets s where s.fill_digest = f.fill_digest
-                and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret,
-             ${sql.literal(OUTCOMES_COLUMN)}
-      from fills f
-      join takes t on t.id = f.take_id
-      join orders o on o.id = f.order_id
-      join quote_sets q on q.order_id = f.order_id and q.sequence = f.sequence
-      left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
-      left join escrow_v2_payments p on p.venue = f.taker_venue and p.fill_digest = f.fill_digest
-      where not f.final and f.state in ('signed', 'locking', 'locked', 'paying', 'paid', 'claiming', 'claimed')
-        and t.escrow_version = 2
-        ${takeId === undefined ? sql`` : sql`and f.take_id = ${takeId}::uuid`}
-        ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}
-      order by f.created_at, f.id
-      limit ${limit}`,
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    settlingV2(
+      sql,
+      sql`${takeId === undefined ? sql`` : sql`and f.take_id = ${takeId}::uuid`}
+        ${after === null ? sql`` : sql`and (f.created_at, f.id) > (${after.createdKey}::timestamptz, ${after.id}::uuid)`}`,
+      limit,
+    ),
+  )
+
+/** What a take's Settlement entity reads first each pass. */
+export interface TakeAndFills {
+  readonly state: string
+  readonly escrow_version: number
+  readonly window_ms: number
+  /** A signed v2 take's first page of settling fills (settlingFillsV2 of the take); else empty. */
+  readonly fills: ReadonlyArray<SettlingFillV2>
+}
+
+/**
+ * The take a Settlement entity drives (its state, version and pay window in database time) and, when it is a signed
+ * v2 take, the first `limit` of its settling fills: one statement, one snapshot, where a pass used to read the take
+ * and then its fills. Undefined: no such take.
+ */
+export const takeAndFillsToSettle = (takeId: string, limit: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<
+      SettlingFillV2 & { readonly take_state: string; readonly take_version: number; readonly take_window_ms: number }
+    >`
+      select t0.state as take_state, t0.escrow_version::int as take_version,
+             greatest(0, extract(epoch from (t0.pay_deadline - now())) * 1000)::float8 as take_window_ms, s.*
+      from takes t0
+      left join lateral (${settlingV2(sql, sql`and f.take_id = t0.id`, limit)}) s
+        on t0.state = 'signed' and t0.escrow_version = 2
+      where t0.id = ${takeId}::uuid`.pipe(
+      Effect.map((rows): TakeAndFills | undefined => {
+        const first = rows[0]
+        if (first === undefined) return undefined
+        return {
+          state: first.take_state,
+          escrow_version: first.take_version,
+          window_ms: first.take_window_ms,
+          fills: rows.filter((r) => r.id !== null),
+        }
+      }),
+    ),
   )
 
 export interface TakeFillV2 {

@@ -8,7 +8,7 @@ import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { Relayer } from "../../src/Relayer.ts"
-import { identityFades, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
+import { identityFades, settlingFillsV2, takeAndFillsToSettle, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
 import type { TestChain } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
@@ -137,6 +137,18 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
           takerVenue: T,
         })
         const payer0 = yield* balanceOf(aster, PAYER.address)
+        // A pass reads the take with its first page of fills in one statement: the same rows as the fills' own query,
+        // paged the same way.
+        for (const limit of [1, 10]) {
+          const read = yield* takeAndFillsToSettle(take.takeId, limit)
+          expect([read?.state, read?.escrow_version, read?.fills.map((f) => f.id)]).toEqual([
+            "signed",
+            2,
+            (yield* settlingFillsV2(limit, null, take.takeId)).map((f) => f.id),
+          ])
+          expect(read?.fills).toHaveLength(limit === 1 ? 1 : 2)
+        }
+        expect(yield* takeAndFillsToSettle(crypto.randomUUID(), 10)).toBeUndefined()
 
         yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
         // Every lock final: the take asks for the pay key's authorisation, once; nothing is paid without it.
