@@ -630,6 +630,17 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         expect([res.status, code(res)]).toEqual([status, c])
       }
       expect(yield* snapshot(takeId)).toEqual(ready)
+      // payBy passed (the row's pay_by moved into the past for one request): 409, not retryable, nothing stored.
+      const [kept] = yield* sql<{ pay_by: string }>`select pay_by::text from takes where id = ${takeId}::uuid`
+      yield* sql`update takes set pay_by = 1 where id = ${takeId}::uuid`
+      const late = yield* signTake({ pay_authorization: payAuth })
+      expect([late.status, code(late), (late.json as { error: { retryable: boolean } }).error.retryable]).toEqual([
+        409,
+        "STATE_CONFLICT",
+        false,
+      ])
+      yield* sql`update takes set pay_by = ${kept!.pay_by}::bigint where id = ${takeId}::uuid`
+      expect(yield* snapshot(takeId)).toEqual(ready)
 
       const authorized = ok(yield* signTake({ pay_authorization: payAuth }))
       expect(authorized.take.pay_authorized_at).not.toBeNull()
