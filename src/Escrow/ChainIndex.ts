@@ -237,7 +237,7 @@ export interface IngestPage {
 /**
  * A page's writes in one transaction; an empty page is its one guarded statement (the cursor's move), atomic alone,
  * so it runs without BEGIN and COMMIT: two of its three round trips. Most pages are empty (a watcher pages every
- * new head): at 8 concurrent takes that was ~17% of the database's statements.
+ * new head): in a statement log of the settle bench they were 885 of its 5,229 statements.
  */
 export const inOneTransaction = <A, E, R>(sql: SqlClient.SqlClient, events: number, page: Effect.Effect<A, E, R>) =>
   events === 0 ? page : sql.withTransaction(page)
