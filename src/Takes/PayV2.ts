@@ -45,14 +45,19 @@ const readiness = (sql: SqlClient.SqlClient, p: { readonly takeId: string; reado
            on l.venue = f.maker_venue and l.fill_digest = f.fill_digest and l.state = 'locked'
          where f.take_id = t.id) as locked
       from takes t where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2`,
-    ([row]): PayAuthorizeOutcome | undefined => {
-      if (row === undefined) return { _tag: "Missing" }
-      if (row.authorized) return { _tag: "AlreadyAuthorized" }
-      if (!row.pay_open) return { _tag: "PayByPassed" }
-      if (row.fills === 0 || row.locked !== row.fills) return { _tag: "LocksNotFinal" }
-      return undefined
-    },
+    ([row]) => (row === undefined ? { _tag: "Missing" as const } : (notReady(row) ?? locksNotFinal(row))),
   )
+
+/** A found take's refusal before its locks are counted (the same rules with and without the row lock). */
+const notReady = (row: {
+  readonly authorized: boolean
+  readonly pay_open: boolean
+}): PayAuthorizeOutcome | undefined =>
+  row.authorized ? { _tag: "AlreadyAuthorized" } : row.pay_open ? undefined : { _tag: "PayByPassed" }
+
+/** LocksNotFinal unless the take has fills and every one is `locked` in the v2 index. */
+const locksNotFinal = (locks: { readonly fills: number; readonly locked: number }): PayAuthorizeOutcome | undefined =>
+  locks.fills === 0 || locks.locked !== locks.fills ? { _tag: "LocksNotFinal" } : undefined
 
 const authorizeLocked = (
   sql: SqlClient.SqlClient,
@@ -66,14 +71,15 @@ const authorizeLocked = (
           from takes where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2 for update`
       const row = rows[0]
       if (row === undefined) return { _tag: "Missing" } as PayAuthorizeOutcome
-      if (row.authorized) return { _tag: "AlreadyAuthorized" } as PayAuthorizeOutcome
-      if (!row.pay_open) return { _tag: "PayByPassed" } as PayAuthorizeOutcome
+      const refused = notReady(row)
+      if (refused !== undefined) return refused
       const [locks] = yield* sql<{ fills: number; locked: number }>`
           select count(*)::int as fills, count(l.fill_digest)::int as locked
           from fills f left join escrow_v2_locks l
             on l.venue = f.maker_venue and l.fill_digest = f.fill_digest and l.state = 'locked'
           where f.take_id = ${p.takeId}::uuid`
-      if (locks!.fills === 0 || locks!.locked !== locks!.fills) return { _tag: "LocksNotFinal" } as PayAuthorizeOutcome
+      const notFinal = locksNotFinal(locks!)
+      if (notFinal !== undefined) return notFinal
       yield* sql`
           update takes set pay_authorization = ${p.signature}, pay_authorized_at = now(), updated_at = now()
           where id = ${p.takeId}::uuid`
