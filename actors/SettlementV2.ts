@@ -172,6 +172,7 @@ export const settleTakeV2 = <E, R>(
           takeLocksFinal: f.take_locks_final,
           payAuthorized: f.pay_authorization !== null,
           cancelSigned: f.cancel_signature !== null,
+          takeCancelling: f.take_cancelling,
         }
         const action = decideV2(facts)
         const step = Effect.gen(function* () {

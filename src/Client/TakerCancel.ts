@@ -1,7 +1,8 @@
 /**
  * The pay key's early cancel of a lock (CancelFill, in the MAKER escrow's domain; DESIGN §6). Only the pay key can
  * release a lock before makerExpiry, and its client signs only:
- * - before it authorised payment (no PayTake signed for the take: nobody can pay, so the lock only blocks the maker), or
+ * - before it authorised payment (no PayTake signed for the take: nobody can pay, so the lock only blocks the maker;
+ *   TakerFlow then never signs one for the take), or
  * - after payBy passed at a FINALIZED block of the taker chain with no payment for the Fill: `pay` requires
  *   now ≤ payBy, and every later block is later than payBy, so no payment can appear any more.
  * Otherwise a payment may exist or still come, the maker may reveal, and a cancelled lock would leave the taker

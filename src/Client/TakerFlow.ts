@@ -70,6 +70,11 @@ export interface TakeHandle {
   readonly payKey: LocalAccount
   /** Set before a PayTake signature leaves this client; once true, cancels follow TakerCancel's stricter rule. */
   payTakeSigned: boolean
+  /**
+   * Set before a CancelFill given without a PayTake leaves this client: from then on it never signs PayTake (one
+   * payTake pays every fill of the take, the cancelled one too, while its lock is released).
+   */
+  cancelSigned: boolean
 }
 
 export type StartResult =
@@ -119,7 +124,7 @@ export const startTake = async (
   }
   const permit = await wallet.signTypedData(checked.take.permit)
   await api.postSignatures(takeId, { permit, fills })
-  return { ok: true, handle: { takeId, take: checked.take, payKey, payTakeSigned: false } }
+  return { ok: true, handle: { takeId, take: checked.take, payKey, payTakeSigned: false, cancelSigned: false } }
 }
 
 export type AuthorizeResult =
@@ -129,12 +134,22 @@ export type AuthorizeResult =
 /**
  * Reads every lock at `finalized` on `makerChain` (the client's own endpoint); when all are final and right, the pay
  * key signs PayTake and the client submits it. `retry`: nothing is wrong yet, the locks are just not all final.
+ * Never after this client cancelled a fill of the take without a PayTake (`cancelled`, not retryable).
  */
 export const authorizePayment = async (
   api: TakerApi,
   makerChain: ChainReader,
   handle: TakeHandle,
 ): Promise<AuthorizeResult> => {
+  if (handle.cancelSigned) {
+    const problem: LockProblem = {
+      code: "cancelled",
+      fill: null,
+      field: null,
+      message: "the pay key cancelled a fill of this take: it is never paid",
+    }
+    return { ok: false, retry: false, problems: [problem] }
+  }
   const locks = await checkLocksFinal(makerChain, handle.take)
   if (!locks.ok) {
     return { ok: false, retry: locks.problems.every((p) => p.code === "missing"), problems: locks.problems }
@@ -172,7 +187,10 @@ export const cancelFills = async (
     const fillId = handle.take.fills[i]!.fillId!
     const decision = await decideCancelFill(takerChain, handle.take, i, handle.payTakeSigned)
     if (!decision.allowed) refused.push({ fillId, reason: decision.reason })
-    else cancels.push({ fill_id: fillId, signature: await signCancelFill(handle.payKey, decision) })
+    else {
+      if (decision.reason === "not_authorised") handle.cancelSigned = true
+      cancels.push({ fill_id: fillId, signature: await signCancelFill(handle.payKey, decision) })
+    }
   }
   if (cancels.length > 0) await api.postSignatures(handle.takeId, { cancels })
   return { cancelled: cancels.map((c) => c.fill_id), refused }

@@ -16,7 +16,8 @@ import { payTakeTypedData } from "../Domain/EscrowTypedDataV2.ts"
 import { type ChainReader, type FinalSnapshot, finalSnapshot, type LockView, readLock } from "./EscrowReadsV2.ts"
 import { assertCheckedTake, type CheckedTake } from "./TakerChecks.ts"
 
-export type LockProblemCode = "chain" | "missing" | "state" | "mismatch"
+/** `cancelled`: the client cancelled a fill of the take without a PayTake, so it never authorises (TakerFlow). */
+export type LockProblemCode = "chain" | "missing" | "state" | "mismatch" | "cancelled"
 
 export interface LockProblem {
   readonly code: LockProblemCode

@@ -56,6 +56,11 @@ export interface FillFactsV2 {
   readonly payAuthorized: boolean
   /** fills.cancel_signature is stored (the pay key's CancelFill of this digest). */
   readonly cancelSigned: boolean
+  /**
+   * Some fill of the take has a cancelLock relayed (its cancel key is stored): the take is never paid, because the
+   * one payTake would pay for that fill too while its lock is released.
+   */
+  readonly takeCancelling: boolean
 }
 
 /** `settle:take:<take id>:payTake[:n]`: one payment per take, whichever fill submits it. */
@@ -207,13 +212,14 @@ export const decideV2 = (facts: FillFactsV2): Action => {
 
   // 3. The lock is live.
   if (f.makerNow >= f.makerExpiry) return drive(f, "refund")
-  if (f.keys.cancelLock) return drive(f, "cancelLock")
 
-  // The maker revealed (its claimPayment is final, or the secret is otherwise public): deliver at once.
+  // The maker revealed (its claimPayment is final, or the secret is otherwise public): deliver at once, even while
+  // a cancel is in flight (a payment may have been made; the claim is never worse for the taker than the cancel).
   if (secret !== null || payment?.state === "claimed") {
     if (secret === null) return wait("the payment is claimed; its secret is not indexed yet")
     return drive(f, "claim", { state: "claiming", retry: f.makerNow < f.makerExpiry })
   }
+  if (f.keys.cancelLock) return drive(f, "cancelLock")
 
   // The payment went back to the payer unclaimed: nothing more can be delivered; the lock ends by cancel or expiry.
   if (payment?.state === "refunded") return abortUnpaid(f, "the payment was refunded unclaimed")
@@ -232,6 +238,7 @@ export const decideV2 = (facts: FillFactsV2): Action => {
     if (f.cancelSigned && !f.payAuthorized) return drive(f, "cancelLock", { error: CANCELLED_BY_PAY_KEY })
     if (f.takerNow >= f.payBy) return abortUnpaid(f, "no payment by payBy")
     if (!f.takeLocksFinal) return wait("other locks of the take are not final")
+    if (f.takeCancelling) return abortUnpaid(f, "the pay key cancelled a fill of the take")
     if (!f.payAuthorized) return wait("waiting for the pay key's authorisation")
     return drive(f, "pay", { state: "paying", retry: false })
   }

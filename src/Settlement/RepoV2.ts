@@ -32,6 +32,8 @@ export interface SettlingFillV2 extends FillRow {
   readonly pay_requested: boolean
   /** Every fill of the take is at locked or beyond (each lock final) and none ended otherwise. */
   readonly take_locks_final: boolean
+  /** Some fill of the take has a cancelLock relayed (cancel_key stored): the take is never paid. */
+  readonly take_cancelling: boolean
   /** The quote set the fill was routed over (v2 columns). */
   readonly qs_identity_generation: string
   readonly qs_quote_size: string
@@ -61,6 +63,7 @@ const SETTLING_V2_COLUMNS = `f.id, f.created_at::text as created_key, f.take_id,
   t.pay_authorization_requested_at is not null as pay_requested,
   not exists (select 1 from fills g where g.take_id = f.take_id
     and g.state not in ('locked', 'paying', 'paid', 'claiming', 'claimed', 'settled')) as take_locks_final,
+  exists (select 1 from fills g where g.take_id = f.take_id and g.cancel_key is not null) as take_cancelling,
   o.master as maker_master, f.quote_identity_id as identity_id,
   q.identity_generation::text as qs_identity_generation, q.quote_size::text as qs_quote_size,
   q.issued_at::text as qs_issued_at, q.valid_until as qs_valid_until, q.hashlock_root as qs_hashlock_root,

@@ -36,7 +36,8 @@ const storedFills = (view: TakeWithSignItems) =>
 /**
  * The pay key's PayTake: must recover to the take's pay key over exactly its Fill digests (422 otherwise). Stored
  * once: a take already authorised answers unchanged. Before every lock is final in the v2 index: 409 with
- * `retryable: true`; after payBy: 409, not retryable; nothing stored either way.
+ * `retryable: true`; after payBy, or once the pay key cancelled any fill of the take (one payTake pays every fill,
+ * and a cancelled lock is being released): 409, not retryable; nothing stored either way.
  */
 export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, given: string) =>
   Effect.gen(function* () {
@@ -70,6 +71,10 @@ export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, 
         })
       case "PayByPassed":
         return yield* new StateConflict({ message: "payBy has passed: the take can no longer be paid" })
+      case "Cancelled":
+        return yield* new StateConflict({
+          message: "the pay key cancelled a fill of this take: the take can no longer be paid",
+        })
       default:
         return
     }

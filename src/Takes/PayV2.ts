@@ -14,12 +14,14 @@ export type PayAuthorizeOutcome =
   | { readonly _tag: "AlreadyAuthorized" }
   | { readonly _tag: "LocksNotFinal" }
   | { readonly _tag: "PayByPassed" }
+  | { readonly _tag: "Cancelled" }
   | { readonly _tag: "Missing" }
 
 /**
  * Stores the payment authorisation when every fill's lock is final and `locked` in the v2 index (the same digests
- * the caller verified) and payBy has not passed (database time). A take already authorised keeps its first
- * signature (`AlreadyAuthorized`: a retry changes nothing).
+ * the caller verified), payBy has not passed (database time) and no fill of the take has the pay key's cancel
+ * (`Cancelled`: the payment is one payTake for every fill, so it would pay for a lock being released; DESIGN §6).
+ * A take already authorised keeps its first signature (`AlreadyAuthorized`: a retry changes nothing).
  */
 export const authorizePay = (p: { readonly takeId: string; readonly master: string; readonly signature: string }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -37,9 +39,10 @@ export const authorizePay = (p: { readonly takeId: string; readonly master: stri
  */
 const readiness = (sql: SqlClient.SqlClient, p: { readonly takeId: string; readonly master: string }) =>
   Effect.map(
-    sql<{ authorized: boolean; pay_open: boolean; fills: number; locked: number }>`
+    sql<{ authorized: boolean; pay_open: boolean; cancelled: boolean; fills: number; locked: number }>`
       select pay_authorization is not null as authorized,
         coalesce(pay_by >= extract(epoch from now()), false) as pay_open,
+        exists (select 1 from fills f where f.take_id = t.id and f.cancel_signature is not null) as cancelled,
         (select count(*)::int from fills f where f.take_id = t.id) as fills,
         (select count(*)::int from fills f join escrow_v2_locks l
            on l.venue = f.maker_venue and l.fill_digest = f.fill_digest and l.state = 'locked'
@@ -52,8 +55,15 @@ const readiness = (sql: SqlClient.SqlClient, p: { readonly takeId: string; reado
 const notReady = (row: {
   readonly authorized: boolean
   readonly pay_open: boolean
+  readonly cancelled: boolean
 }): PayAuthorizeOutcome | undefined =>
-  row.authorized ? { _tag: "AlreadyAuthorized" } : row.pay_open ? undefined : { _tag: "PayByPassed" }
+  row.authorized
+    ? { _tag: "AlreadyAuthorized" }
+    : row.cancelled
+      ? { _tag: "Cancelled" }
+      : row.pay_open
+        ? undefined
+        : { _tag: "PayByPassed" }
 
 /** LocksNotFinal unless the take has fills and every one is `locked` in the v2 index. */
 const locksNotFinal = (locks: { readonly fills: number; readonly locked: number }): PayAuthorizeOutcome | undefined =>
@@ -65,10 +75,12 @@ const authorizeLocked = (
 ) =>
   sql.withTransaction(
     Effect.gen(function* () {
-      const rows = yield* sql<{ authorized: boolean; pay_open: boolean; pay_key: string }>`
+      // The take's row lock orders this with storeCancels: a cancel stored before it is seen here.
+      const rows = yield* sql<{ authorized: boolean; pay_open: boolean; cancelled: boolean; pay_key: string }>`
           select pay_authorization is not null as authorized, pay_key_address as pay_key,
-            coalesce(pay_by >= extract(epoch from now()), false) as pay_open
-          from takes where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2 for update`
+            coalesce(pay_by >= extract(epoch from now()), false) as pay_open,
+            exists (select 1 from fills f where f.take_id = t.id and f.cancel_signature is not null) as cancelled
+          from takes t where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2 for update`
       const row = rows[0]
       if (row === undefined) return { _tag: "Missing" } as PayAuthorizeOutcome
       const refused = notReady(row)
@@ -94,7 +106,10 @@ const authorizeLocked = (
 
 /**
  * Stores the pay key's CancelFill signatures (fill id → signature, verified by the caller) on fills of the take that
- * have none yet; a fill that already has one keeps it. Returns the fill ids newly stored (journaled once).
+ * have none yet; a fill that already has one keeps it. Returns the fill ids newly stored (journaled once). Under the
+ * take's row lock, as authorizeLocked: a cancel and an authorisation never both pass unseen by each other. A cancel
+ * stored before any authorisation is relayed at once and the take is never paid; one stored after it is relayed
+ * only once no payment can come (payBy passed, src/Domain/SettlementStepV2.ts).
  */
 export const storeCancels = (p: {
   readonly takeId: string
@@ -105,6 +120,7 @@ export const storeCancels = (p: {
     sql.withTransaction(
       Effect.gen(function* () {
         const stored: Array<string> = []
+        yield* sql`select 1 from takes where id = ${p.takeId}::uuid for update`
         for (const [fillId, signature] of p.cancels) {
           const updated = yield* sql<{ id: string }>`
             update fills set cancel_signature = ${signature}, updated_at = now()

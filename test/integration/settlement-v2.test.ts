@@ -220,6 +220,67 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
     }),
   )
 
+  it.effect("one fill cancelled before authorising: the take is never paid, even if an authorisation is stored", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleV2Env
+      const sql = yield* SqlClient.SqlClient
+      const A = yield* newMakerV2(7, 5_000_000n)
+      const B = yield* newMakerV2(2, 5_000_000n)
+      const payKey = privateKeyToAccount(generatePrivateKey())
+      const take = yield* signedTakeV2(hl, aster, {
+        payer: PAYER,
+        payKey: payKey.address,
+        recipient: fresh(),
+        parts: [
+          { order: A, amountIn: 300_000n, amountOut: 300_000n, index: 0 },
+          { order: B, amountIn: 200_000n, amountOut: 200_000n, index: 0 },
+        ],
+        makerVenue: M,
+        takerVenue: T,
+      })
+      const payer0 = yield* balanceOf(aster, PAYER.address)
+      yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
+      // The pay key cancels A's fill only, before any authorisation: the service relays A's cancelLock.
+      const [a, b] = take.fills
+      const cancel = yield* Effect.promise(() =>
+        payKey.signTypedData(cancelFillTypedData(hl.chain.id, hl.escrowV2!, a!.digest)),
+      )
+      yield* sql`update fills set cancel_signature = ${cancel} where id = ${a!.id}::uuid`
+      const cancelKey = sql<{ k: string | null }>`select cancel_key as k from fills where id = ${a!.id}::uuid`
+      yield* settleUntil(
+        "A's cancelLock relayed",
+        Effect.map(cancelKey, ([r]) => r?.k != null),
+      )
+      // Then an authorisation (the route refuses it now; a row of an earlier version, or a client that signs after
+      // cancelling): one payTake would pay for A too while its lock is released. Nothing is paid.
+      yield* authorizePayment(aster, take, payKey)
+      const state = (id: string) =>
+        Effect.map(sql<{ state: string }>`select state from fills where id = ${id}::uuid`, ([r]) => r?.state)
+      yield* settleUntil(
+        "A cancelled",
+        Effect.map(state(a!.id), (s) => s === "cancelled"),
+      )
+      for (let i = 0; i < 5; i++) yield* pass
+      const [pays] = yield* sql<{ n: number }>`select count(*)::int as n from relayer_requests
+        where idempotency_key like ${`settle:take:${take.takeId}:payTake%`}`
+      expect(pays!.n).toBe(0)
+      expect(yield* state(b!.id)).toBe("locked")
+      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
+      // B's lock is never paid: it refunds to its order after makerExpiry.
+      yield* warp(1700)
+      yield* settleUntil(
+        "B refunded",
+        Effect.map(state(b!.id), (s) => s === "refunded"),
+      )
+      yield* waitFor(
+        "B's refund indexed",
+        Effect.map(escrowOrder(B.orderId), (o) => o?.locked === "0"),
+      )
+      expect(yield* escrowOrder(A.orderId)).toEqual({ available: "5000000", locked: "0" })
+      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
+    }),
+  )
+
   it.effect("no authorisation by payBy: the lock refunds after makerExpiry, no fade, one unpaid lock", () =>
     Effect.gen(function* () {
       const maker = yield* newMakerV2(2, 5_000_000n)

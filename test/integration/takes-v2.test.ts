@@ -641,6 +641,21 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
       ])
       yield* sql`update takes set pay_by = ${kept!.pay_by}::bigint where id = ${takeId}::uuid`
       expect(yield* snapshot(takeId)).toEqual(ready)
+      // A fill already cancelled by the pay key (stored as a cancels item stores it): one payTake would pay for the
+      // lock being released, so 409, not retryable, nothing stored.
+      const firstFill = moves[0]!.fill_id!
+      const cancelFirst = yield* Effect.promise(() =>
+        t.payKey.signTypedData(cancelFillTypedData(999, hl.escrowV2!, digests[0]!)),
+      )
+      yield* sql`update fills set cancel_signature = ${cancelFirst} where id = ${firstFill}::uuid`
+      const cancelled = yield* signTake({ pay_authorization: payAuth })
+      expect([
+        cancelled.status,
+        code(cancelled),
+        (cancelled.json as { error: { retryable: boolean } }).error.retryable,
+      ]).toEqual([409, "STATE_CONFLICT", false])
+      yield* sql`update fills set cancel_signature = null where id = ${firstFill}::uuid`
+      expect(yield* snapshot(takeId)).toEqual(ready)
 
       const authorized = ok(yield* signTake({ pay_authorization: payAuth }))
       expect(authorized.take.pay_authorized_at).not.toBeNull()

@@ -7,8 +7,9 @@
 import { type Address, getAddress, type Hex, recoverTypedDataAddress } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { describe, expect, it } from "vitest"
+import type { ChainReader } from "../../src/Client/EscrowReadsV2.ts"
 import type { ProposedSignItem, TakerConfig, TakerIntent } from "../../src/Client/TakerChecks.ts"
-import { startTake, type TakeAnswer, type TakerApi } from "../../src/Client/TakerFlow.ts"
+import { authorizePayment, cancelFills, startTake, type TakeAnswer, type TakerApi } from "../../src/Client/TakerFlow.ts"
 import { type FillV2, PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
 import { honestFills, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
@@ -148,6 +149,24 @@ describe("the taker's flow: create → check → sign → submit", () => {
     // Each take gets its own pay key.
     const again = await startTake(fakeApi(honest).api, config, countingWallet().wallet, request, options)
     expect(again.ok && again.handle.payKey.address).not.toBe(result.handle.payKey.address)
+  })
+
+  it("a fill cancelled before any authorisation: the pay key never signs PayTake for the take", async () => {
+    const { api, posted } = fakeApi(honest)
+    const started = await startTake(api, config, countingWallet().wallet, request, options)
+    if (!started.ok) throw new Error("the honest proposal was refused")
+    const { handle } = started
+    expect(handle.cancelSigned).toBe(false)
+    // Before any PayTake a cancel needs no chain read; the chains here answer nothing.
+    const noChain = {} as ChainReader
+    const cancelled = await cancelFills(api, noChain, handle, [0])
+    expect(cancelled.cancelled).toEqual([handle.take.fills[0]!.fillId])
+    expect(handle.cancelSigned).toBe(true)
+    const sent = posted.length
+    const authorised = await authorizePayment(api, noChain, handle)
+    expect(authorised).toMatchObject({ ok: false, retry: false, problems: [{ code: "cancelled" }] })
+    expect(handle.payTakeSigned).toBe(false)
+    expect(posted).toHaveLength(sent)
   })
 
   for (const lie of lies) {

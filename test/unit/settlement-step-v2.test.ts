@@ -33,6 +33,7 @@ const fill = (over: Partial<FillFactsV2> = {}): FillFactsV2 => ({
   takeLocksFinal: false,
   payAuthorized: false,
   cancelSigned: false,
+  takeCancelling: false,
   ...over,
 })
 
@@ -138,6 +139,20 @@ describe("settlement v2 step: the payment waits for the whole take and the pay k
     )
     expect(decideV2(fill({ ...l, ...at(1620n) }))).toEqual(submit("refund", null))
   })
+  it("never pays a take one of whose locks is being cancelled, even authorised (the payTake would pay for it)", () => {
+    // Another fill of the take has its cancelLock relayed: this one waits for its refund; nothing is paid.
+    expect(decideV2(fill({ ...l, ...ready, takeCancelling: true }))).toEqual({
+      _tag: "Wait",
+      why: "the pay key cancelled a fill of the take; the lock refunds after makerExpiry",
+    })
+    expect(decideV2(fill({ ...l, ...ready, takeCancelling: true, ...at(1620n) }))).toEqual(submit("refund", null))
+    // The cancelled fill itself follows its cancelLock.
+    const cancelling = { state: "locked" as const, ...merge(sent("lock", "final"), sent("cancelLock", "pending")) }
+    expect(decideV2(fill({ ...cancelling, lock: locked, ...ready, takeCancelling: true }))).toEqual({
+      _tag: "Wait",
+      why: "cancelLock pending",
+    })
+  })
   it("a cancel given before any authorisation releases the lock at once", () => {
     expect(decideV2(fill({ ...l, cancelSigned: true }))).toEqual(
       submit("cancelLock", null, 1, "cancelled by the pay key"),
@@ -237,6 +252,14 @@ describe("settlement v2 step: no reveal, refunds, cancels", () => {
     })
     const inflight = merge(k, sent("pay", "pending"))
     expect(decideV2(fill({ state: "paying", ...inflight, lock: cancelled }))._tag).toBe("Wait")
+  })
+  it("a secret public while a cancelLock is in flight: the claim goes out (never worse for the taker)", () => {
+    const k = merge(sent("lock", "final"), sent("cancelLock", "pending"))
+    expect(decideV2(fill({ state: "locked", ...k, lock: locked, secret: SECRET }))).toEqual(submit("claim", "claiming"))
+    const paidClaimed = { state: "claimed", secret: SECRET } as const
+    expect(decideV2(fill({ state: "locked", ...k, lock: locked, payment: paidClaimed }))).toEqual(
+      submit("claim", "claiming"),
+    )
   })
   it("a cancelLock sent is followed to its end (retried if it reverted)", () => {
     const k = merge(sent("lock", "final"), sent("cancelLock", "reverted"))
