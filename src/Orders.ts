@@ -9,6 +9,7 @@
  * never a persisted intent, since a repeat is answered from the order's state (lookup by id or client id).
  */
 import { Sharding } from "@effect/cluster"
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type Address, getAddress, type Hex, verifyTypedData } from "viem"
 import { findLinkedAccount } from "./Accounts/LinkedAccounts.ts"
@@ -93,6 +94,8 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
     const adapters = yield* VenueAdapters
     const sharding = yield* Effect.serviceOption(Sharding.Sharding)
     const db = yield* bindSql
+    /** The same client, for the one sign path whose two writes (order, relayer) share a transaction. */
+    const sql = yield* SqlClient.SqlClient
     // Exactly these services (not the whole context of construction, which would shadow the caller's span).
     const context = Context.make(AppConfig, config).pipe(
       Context.add(VenueAdapters, adapters),
@@ -315,18 +318,34 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
         escrow.version,
       )
       const now = yield* Clock.currentTimeMillis
-      yield* relayer
-        .submit({ idempotencyKey: `fund:${order.id}`, venue: escrow.venue, to: escrow.address, data: calldata, master })
-        .pipe(
-          Effect.catchTags({
-            IdempotencyConflict: () =>
-              Effect.fail(new StateConflict({ message: "this order is already being funded" })),
-            RelayerRejected: (e) => Effect.dieMessage(`fund call not relayable: ${e.reason}`),
+      // The order's move and the relayer's row commit together (DESIGN §4): no stop can leave a fund call relayed
+      // for an order still `preparing` (nothing sweeps those) or the other way round. The guarded move goes first and
+      // holds the order's row: a concurrent sign waits, then finds it funding and relays nothing.
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const moved = yield* run(
+              markFunding(order.id, { fund_order: signatures.fund_order, permit: signatures.permit }, now),
+            )
+            if (!moved) return
+            yield* relayer
+              .submit({
+                idempotencyKey: `fund:${order.id}`,
+                venue: escrow.venue,
+                to: escrow.address,
+                data: calldata,
+                master,
+              })
+              .pipe(
+                Effect.catchTags({
+                  IdempotencyConflict: () =>
+                    Effect.fail(new StateConflict({ message: "this order is already being funded" })),
+                  RelayerRejected: (e) => Effect.dieMessage(`fund call not relayable: ${e.reason}`),
+                }),
+              )
           }),
         )
-      yield* run(markFunding(order.id, { fund_order: signatures.fund_order, permit: signatures.permit }, now)).pipe(
-        Effect.orDie,
-      )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
       // After the commit, the order's entity watches the fund call to funded/failed.
       yield* wake(wakeIfClustered(OrderFunding, order.id))
       return yield* reloaded(order.id)

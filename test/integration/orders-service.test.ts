@@ -307,6 +307,67 @@ describe("Orders service", () => {
       }),
     )
 
+    it.effect("sign: the order's move and its relayed fund call or queued withdrawal commit together, or neither", () =>
+      Effect.gen(function* () {
+        const orders = yield* Orders
+        const sql = yield* SqlClient.SqlClient
+        // The fault: the database refuses the order's move (a trigger on the orders listed), after the relayer's
+        // row or the withdrawal was written in the same request.
+        yield* sql`create table if not exists test_refused_moves (id text primary key)`
+        yield* sql.unsafe(`create or replace function test_refuse_move() returns trigger language plpgsql as $$
+          begin
+            if new.state <> old.state and exists (select 1 from test_refused_moves where id = new.id) then
+              raise exception 'injected: the order''s move failed';
+            end if;
+            return new;
+          end $$`)
+        yield* sql`drop trigger if exists test_refuse_move on orders`
+        yield* sql`create trigger test_refuse_move before update on orders for each row execute function test_refuse_move()`
+        const refuse = (id: string) => sql`insert into test_refused_moves values (${id})`
+        const allow = (id: string) => sql`delete from test_refused_moves where id = ${id}`
+        const funds = (id: string) =>
+          Effect.map(
+            sql<{ n: number }>`select count(*)::int as n from relayer_requests where idempotency_key = ${`fund:${id}`}`,
+            ([r]) => r!.n,
+          )
+
+        // Wallet funding: nothing relayed while the order stays preparing; the retry funds it.
+        const w = yield* maker(10_000_000n)
+        const wallet = yield* orders.create(w.master, w.request("t1"))
+        const walletSigs = {
+          fund_order: yield* signItem(w.owner, wallet.to_sign, "fund_order"),
+          permit: yield* signItem(w.owner, wallet.to_sign, "permit"),
+        }
+        yield* refuse(wallet.order.id)
+        expect(Exit.isFailure(yield* Effect.exit(orders.sign(w.master, wallet.order.id, walletSigs)))).toBe(true)
+        expect((yield* orders.get(w.master, wallet.order.id)).state).toBe("preparing")
+        expect(yield* funds(wallet.order.id)).toBe(0)
+        expect(yield* journalOf(wallet.order.id)).toEqual(["order.created"])
+        yield* allow(wallet.order.id)
+        expect((yield* orders.sign(w.master, wallet.order.id, walletSigs)).state).toBe("funding")
+        expect(yield* funds(wallet.order.id)).toBe(1)
+
+        // Venue margin: no withdrawal queued while the order stays preparing; the retry queues it once.
+        const v = yield* maker(0n, 100_000_000n)
+        const venue = yield* orders.create(v.master, v.request("t2", "3000000"))
+        const venueSigs = {
+          venue_transfer: yield* signItem(v.owner, venue.to_sign, "venue_transfer"),
+          fund_order: yield* signItem(v.owner, venue.to_sign, "fund_order"),
+          permit: yield* signItem(v.owner, venue.to_sign, "permit"),
+        }
+        const queued = sql<{ amount: string; state: string }>`
+          select amount::text, state from withdrawals where master = ${v.master}`
+        yield* refuse(venue.order.id)
+        expect(Exit.isFailure(yield* Effect.exit(orders.sign(v.master, venue.order.id, venueSigs)))).toBe(true)
+        expect((yield* orders.get(v.master, venue.order.id)).state).toBe("preparing")
+        expect(yield* queued).toEqual([])
+        yield* allow(venue.order.id)
+        expect((yield* orders.sign(v.master, venue.order.id, venueSigs)).state).toBe("awaiting_margin")
+        expect(yield* queued).toEqual([{ amount: "3000000", state: "queued" }])
+        yield* sql`drop trigger test_refuse_move on orders`
+      }),
+    )
+
     it.effect("reads: get, preparation and byClientId answer the master's own order only", () =>
       Effect.gen(function* () {
         const orders = yield* Orders
