@@ -39,6 +39,7 @@ import { WithdrawalDesk, type WithdrawalIntent, withdrawalDeskId } from "../src/
 import {
   accountHasOpenWithdrawal,
   accountsWithOpenWithdrawals,
+  claimedVenueRefs,
   createWithdrawal,
   dueUnknownWithdrawals,
   findPreparationByDigest,
@@ -230,10 +231,11 @@ const EntityLive = WithdrawalDesk.toLayer(
           nonce: Number(row.nonce),
           amountBaseUnits: BigInt(row.amount),
           destination: row.destination as Address,
+          claimedRefs: yield* claimedVenueRefs(row.venue, row.address, row.id),
         })
         switch (evidence._tag) {
           case "Found": {
-            // A ref already attributed to another withdrawal of the account is not evidence for this one.
+            // Claimed refs were excluded; one claimed since (a race) is not evidence for this one either.
             if (yield* venueRefClaimed(row.venue, row.address, evidence.venueRef, row.id)) return yield* later("")
             yield* move(row, "unknown", "relayed", {
               venueRef: evidence.venueRef,

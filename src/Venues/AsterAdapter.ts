@@ -232,6 +232,7 @@ export const makeAsterAdapter = (settings: AsterSettings): Effect.Effect<VenueAd
           amountBaseUnits: query.amountBaseUnits,
           decimals: settings.decimals,
           notBeforeMs: Math.floor(query.nonce / 1000) - ASTER_USER_NONCE_SLACK_MS - ASTER_NONCE_WINDOW_MICROS / 1000,
+          excludeIds: new Set(query.claimedRefs ?? []),
         })
         if (Either.isLeft(match)) return Evidence.Unavailable({ reason: match.left })
         if (match.right !== undefined) return Evidence.Found({ venueRef: match.right.id, atMs: match.right.time })

@@ -107,12 +107,15 @@ export interface HistoryQuery {
   readonly decimals: number
   /** Records older than this (ms) cannot be the withdrawal. */
   readonly notBeforeMs: number
+  /** Record ids that belong to other withdrawals: skipped. */
+  readonly excludeIds?: ReadonlySet<string>
 }
 
 /**
  * Finds a withdrawal in `deposit-withdraw-history`. Records carry no nonce or receiver, so the match is asset,
- * chain, exact amount and time; FAILED records moved no funds and are skipped. Safe because one account has at
- * most one withdrawal in flight (WithdrawalDesk).
+ * chain, exact amount and time; FAILED records moved no funds and are skipped, as are records already attributed
+ * to another withdrawal (`excludeIds`): the first of the rest. Safe because one account has at most one withdrawal
+ * in flight (WithdrawalDesk), so every other same-amount record is another withdrawal's or the owner's own.
  */
 export const findWithdrawRecord = (
   json: unknown,
@@ -127,6 +130,7 @@ export const findWithdrawRecord = (
       typeof r.amount === "string" ? Either.getOrUndefined(fromWholeTokens(r.amount, q.decimals)) : undefined
     if (amount !== q.amountBaseUnits) continue
     if (typeof r.id !== "string" && typeof r.id !== "number") continue
+    if (q.excludeIds?.has(String(r.id)) === true) continue
     return Either.right({ id: String(r.id), time: r.time })
   }
   return Either.right(undefined)

@@ -81,6 +81,12 @@ export interface EvidenceQuery {
   readonly nonce: number
   readonly amountBaseUnits: bigint
   readonly destination: Address
+  /**
+   * Venue refs already attributed to the account's other (relayed) withdrawals on this venue: never this one's
+   * evidence. Aster's history names no nonce, so two withdrawals of one amount within the hour are told apart only
+   * this way (one account has at most one withdrawal in flight).
+   */
+  readonly claimedRefs?: ReadonlyArray<string>
 }
 
 /**

@@ -309,6 +309,15 @@ export const withdrawalsOfPreparations = (preparationIds: ReadonlyArray<string>)
       )
 
 /** Whether another withdrawal of the account already claims this venue ref (evidence must not be reused). */
+/** The venue refs of the account's relayed withdrawals on `venue` other than `exceptId` (EvidenceQuery.claimedRefs). */
+export const claimedVenueRefs = (venue: string, address: string, exceptId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ venue_ref: string }>`
+      select venue_ref from withdrawals
+      where venue = ${venue} and address = ${address} and id <> ${exceptId} and state = 'relayed'
+        and venue_ref is not null`.pipe(Effect.map((rows) => rows.map((r) => r.venue_ref))),
+  )
+
 export const venueRefClaimed = (venue: string, address: string, venueRef: string, exceptId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql`

@@ -322,6 +322,34 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
     }),
   )
 
+  it.effect(
+    "Aster: a second withdrawal of the same amount, unknown, is reconciled to its own record, not the first's",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const { aster } = yield* WithdrawalDevnet
+        const { account, token, address } = yield* asterAccount(base, aster!, 40n * USDC)
+        const body = { venue: "aster", amount: "2200000", to: "signer" } as const
+        const first = yield* withdraw(base, token, account, body)
+        const done = yield* waitFor(base, token, first.id, inState("relayed", "failed"))
+        expect(done.state).toBe("relayed")
+        // The history names no nonce: both records match asset, chain, amount and time. The first is the first
+        // withdrawal's; the second, applied behind an unknown-outcome answer, must be found as its own.
+        aster!.sim.control.acceptThenErrorNext(1)
+        const second = yield* withdraw(base, token, account, body)
+        const final = yield* waitFor(base, token, second.id, inState("relayed", "failed"))
+        expect(final.state).toBe("relayed")
+        expect(final.venue_ref).not.toBe(done.venue_ref)
+        expect((yield* journalOf(second.id)).map((j) => j.payload.state)).toEqual([
+          "queued",
+          "submitting",
+          "unknown",
+          "relayed",
+        ])
+        expect(aster!.sim.control.balance(address)).toBe(40n * USDC - 4_400_000n)
+      }),
+  )
+
   it.effect("the balance counts transfers acknowledged since the venue's figure was read (prepare rule 3)", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl

@@ -606,6 +606,7 @@ describe("Aster adapter", () => {
           time: NOW + 1,
           chainId: 42161,
         },
+        { id: "4", type: "WITHDRAW", asset: "USDC", amount: "12.5", state: "SUCCESS", time: NOW + 2, chainId: 42161 },
       ]
       const { adapter, requests } = aster(() => json(200, history))
       const a = yield* adapter
@@ -618,6 +619,13 @@ describe("Aster adapter", () => {
         replayableUntilMs: NOW + 3_610_000,
       })
       expect((yield* a.findEvidence({ ...q, nonce: (NOW + 7_200_000) * 1000 }))._tag).toBe("NotFound")
+      // The history names no nonce: a record another withdrawal of the account already holds is skipped, so a
+      // second withdrawal of the same amount finds its own record, or none (then it fails once its window passed).
+      expect(yield* a.findEvidence({ ...q, claimedRefs: ["3"] })).toMatchObject({ _tag: "Found", venueRef: "4" })
+      expect(yield* a.findEvidence({ ...q, claimedRefs: ["3", "4"] })).toMatchObject({
+        _tag: "NotFound",
+        replayableUntilMs: NOW + 3_610_000,
+      })
       const down = yield* aster(() => json(503, { code: -1007, msg: "timeout" })).adapter
       expect((yield* down.findEvidence(q))._tag).toBe("Unavailable")
     }),
