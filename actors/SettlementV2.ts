@@ -200,10 +200,24 @@ export const settleTakeV2 = <E, R>(
               // Evidence from the index only (rows are final events): unpaid = a final lock and no payment at all,
               // unless the pay key cancelled it before payBy; an unclaimed payment = paid, never claimed, and the
               // lock never delivered.
-              const unpaid = f.lock_state !== null && f.payment_state === null && f.error !== CANCELLED_BY_PAY_KEY
+              // A lock claimed without a payment was delivered (the maker's secret went public): not an unpaid lock.
+              const unpaid =
+                f.lock_state !== null &&
+                f.lock_state !== "claimed" &&
+                f.payment_state === null &&
+                f.error !== CANCELLED_BY_PAY_KEY
               const unclaimedPayment =
                 f.payment_state !== null && f.payment_state !== "claimed" && f.lock_state !== "claimed"
-              return yield* finishFillV2(f, action.state, action.error ?? f.error, { unpaid, unclaimedPayment }, policy)
+              return yield* finishFillV2(
+                f,
+                action.state,
+                action.error ?? f.error,
+                { unpaid, unclaimedPayment },
+                policy,
+                {
+                  deliveredUnpaid: action.unpaid === true,
+                },
+              )
             }
           }
         })

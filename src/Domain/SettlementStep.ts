@@ -111,6 +111,8 @@ export type Action =
       readonly _tag: "Finish"
       readonly state: "settled" | "failed" | "cancelled" | "refunded"
       readonly error: string | null
+      /** v2 only: settled by delivery without any payment (the order received nothing; no trade is published). */
+      readonly unpaid?: true
     }
 
 /** Attempts of one call (the first key plus retries after a revert or a replacement) before waiting for help. */

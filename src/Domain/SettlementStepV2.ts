@@ -145,6 +145,9 @@ const publicSecret = (f: FillFactsV2) => f.secret ?? f.lock?.secret ?? f.payment
  */
 export const CANCELLED_BY_PAY_KEY = "cancelled by the pay key"
 
+/** A fill's error when its lock was claimed (delivered) and no payment was ever made. */
+export const DELIVERED_UNPAID = "delivered without a payment: the lock was claimed before any payment"
+
 /** No payment will come (payBy passed, or the pay call failed for good): cancel with the pay key's signature, or wait. */
 const abortUnpaid = (f: FillFactsV2, error: string): Action =>
   f.cancelSigned ? drive(f, "cancelLock", { error }) : wait(`${error}; the lock refunds after makerExpiry`)
@@ -187,7 +190,14 @@ export const decideV2 = (facts: FillFactsV2): Action => {
     if (payment?.state === "refunded") {
       return { _tag: "Finish", state: "refunded", error: "the payment was refunded to the payer after delivery" }
     }
-    if (payment === null) return wait("the payment is not indexed")
+    if (payment === null) {
+      // Delivered before any payment (the maker's secret went public early). A payment included before payBy is
+      // final and indexed long before takerExpiry: past it, with no payTake of ours in flight, none will come.
+      if (f.takerNow >= f.takerExpiry && !payInFlight(f)) {
+        return { _tag: "Finish", state: "settled", error: DELIVERED_UNPAID, unpaid: true }
+      }
+      return wait("the payment is not indexed")
+    }
     if (secret === null) return wait("the secret is not indexed")
     return drive(f, "claimPayment", { retry: f.takerNow < f.takerExpiry })
   }

@@ -388,20 +388,31 @@ export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
  * A final state. Settled: the order's filled/received advance, and a public `trade.settled` is journaled. Then
  * the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
  */
-export const finishFill = (f: FillRow, state: "settled" | "failed" | "cancelled" | "refunded", error: string) =>
+/**
+ * Ends a fill (guarded by its state) with its journal row; a settled fill advances its order's `filled` and
+ * `received` and publishes its trade, unless `unpaid` (v2: delivered without any payment): then only `filled`.
+ */
+export const finishFill = (
+  f: FillRow,
+  state: "settled" | "failed" | "cancelled" | "refunded",
+  error: string,
+  options: { readonly unpaid?: boolean } = {},
+) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql
       .withTransaction(
         Effect.gen(function* () {
           const rows = yield* sql<{ settled_at: Date | null }>`
           update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
-            settled_at = case when ${state === "settled"} then now() else settled_at end
+            settled_at = case when ${state === "settled" && options.unpaid !== true} then now() else settled_at end
           where id = ${f.id} and state = ${f.state} and not final
           returning settled_at`
           const row = rows[0]
           if (row === undefined) return false
           yield* journalFill(f, state, error)
-          if (state === "settled") {
+          if (state === "settled" && options.unpaid === true) {
+            yield* sql`update orders set filled = filled + ${f.amount_out}, updated_at = now() where id = ${f.order_id}`
+          } else if (state === "settled") {
             yield* sql`update orders set filled = filled + ${f.amount_out}, received = received + ${f.amount_in},
             updated_at = now() where id = ${f.order_id}`
             yield* appendJournal({

@@ -224,11 +224,12 @@ export const finishFillV2 = (
   error: string,
   evidence: { readonly unpaid: boolean; readonly unclaimedPayment: boolean },
   policy: FadePolicy,
+  options: { readonly deliveredUnpaid?: boolean } = {},
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const changed = yield* finishFill(f, state, error)
+        const changed = yield* finishFill(f, state, error, { unpaid: options.deliveredUnpaid === true })
         if (!changed) return false
         if (evidence.unpaid && f.pay_requested) yield* mark(f, "unpaid")
         if (evidence.unclaimedPayment) {

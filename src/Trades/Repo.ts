@@ -1,5 +1,6 @@
 /**
- * Trades: a trade is a settled fill (`fills.state = 'settled'`, `settled_at` set once by the Settlement actor).
+ * Trades: a trade is a settled fill (`fills.state = 'settled'`, `settled_at` set once by the Settlement actor); a
+ * v2 fill settled by delivery without any payment has no `settled_at` and is no trade.
  * `from` is the taker's venue (where amount_in was paid), `to` the maker's (where amount_out was delivered).
  * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011).
  */
@@ -30,7 +31,7 @@ export const recentTrades = (a: string, b: string, limit: number) =>
       select f.id, f.taker_venue as from_venue, f.amount_in::text as amount_in, f.amount_out::text as amount_out,
         f.settled_at
       from fills f
-      where f.state = 'settled' and ${pairCondition(sql, [a, b])}
+      where f.state = 'settled' and f.settled_at is not null and ${pairCondition(sql, [a, b])}
       order by f.settled_at desc, f.id desc
       limit ${limit}`,
   )
@@ -126,7 +127,7 @@ export const tradePage = (q: TradeQuery) =>
         and coalesce(t.escrow_version, 1) = 1
       left join escrow_payments p on p.venue = f.taker_venue and p.fill_id = lower(f.fill_key)
         and coalesce(t.escrow_version, 1) = 1
-      where f.state = 'settled'
+      where f.state = 'settled' and f.settled_at is not null
         and ${pairCondition(sql, q.pair)}
         and ${q.master === null ? sql`true` : sql`(o.master = ${q.master} or t.master = ${q.master})`}
         and ${

@@ -1,15 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import type { Address, Hex } from "viem"
+import { type Address, encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { SETTLEMENT_SWEEP } from "../../actors/Settlement.ts"
-import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
+import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { DELIVERED_UNPAID } from "../../src/Domain/SettlementStepV2.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { identityFades, settlingFillsV2, takeAndFillsToSettle, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
-import type { TestChain } from "../support/ChainDevnet.ts"
+import { recentTrades } from "../../src/Trades/Repo.ts"
+import { sendCalls, type TestChain } from "../support/ChainDevnet.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
 import {
@@ -278,6 +280,47 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       )
       expect(yield* escrowOrder(A.orderId)).toEqual({ available: "5000000", locked: "0" })
       expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
+    }),
+  )
+
+  it.effect("the maker's secret public before any payment: delivered; the fill ends at takerExpiry, unpaid", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleV2Env
+      const sql = yield* SqlClient.SqlClient
+      const maker = yield* newMakerV2(5, 5_000_000n)
+      const take = yield* newTake(maker, 3, 700_000n)
+      const payer0 = yield* balanceOf(aster, PAYER.address)
+      const unpaid0 = (yield* marks(maker.identityId, take.master)).unpaid.unpaid
+      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      // The maker claims its own lock to the recipient before anyone paid (its secret is then public).
+      const claim = encodeFunctionData({
+        abi: settlementEscrowV2Abi,
+        functionName: "claim",
+        args: [take.fills[0]!.digest, maker.hashlocks.secrets[3]!],
+      })
+      yield* Effect.promise(() => sendCalls(hl, maker.owner, [{ to: hl.escrowV2!, data: claim }]))
+      yield* settleUntil("claimed", allIn(take.takeId, ["claimed"]))
+      expect(yield* balanceOf(hl, take.recipient)).toBe(700_000n)
+      // Before takerExpiry a payment included before payBy could still become final: the fill waits.
+      yield* pass
+      expect(yield* allIn(take.takeId, ["claimed"])).toBe(true)
+      yield* warp(1100)
+      yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
+      const [fill] = yield* fillsOf(take.takeId)
+      expect(fill).toMatchObject({ final: true, error: DELIVERED_UNPAID })
+      // The order's liquidity left and it received nothing; no trade is published; the taker paid nothing and is
+      // not counted as leaving a lock unpaid.
+      const [order] = yield* sql<{ filled: string; received: string }>`
+        select filled::text, received::text from orders where id = ${maker.orderId}`
+      expect(order).toEqual({ filled: "700000", received: "0" })
+      const trades = yield* sql`select 1 from journal where kind = 'trade.settled' and payload->>'id' = ${fill!.id}`
+      expect(trades).toHaveLength(0)
+      expect(yield* recentTrades(M, T, 100)).not.toContainEqual(expect.objectContaining({ id: fill!.id }))
+      expect(yield* balanceOf(aster, PAYER.address)).toBe(payer0)
+      expect((yield* marks(maker.identityId, take.master)).unpaid.unpaid).toBe(unpaid0)
+      expect((yield* sql<{ state: string }>`select state from takes where id = ${take.takeId}::uuid`)[0]?.state).toBe(
+        "settled",
+      )
     }),
   )
 

@@ -3,6 +3,7 @@ import type { CallOutcome, OutcomeStatus } from "../../src/Domain/SettlementStep
 import {
   type Action,
   callKeyV2,
+  DELIVERED_UNPAID,
   decideV2,
   type FillFactsV2,
   type FillState,
@@ -260,6 +261,23 @@ describe("settlement v2 step: no reveal, refunds, cancels", () => {
     expect(decideV2(fill({ state: "locked", ...k, lock: locked, payment: paidClaimed }))).toEqual(
       submit("claim", "claiming"),
     )
+  })
+  it("delivered before any payment: finished at takerExpiry with no payTake of ours in flight, as unpaid", () => {
+    const lock = { state: "claimed", secret: SECRET } as const
+    const k = merge(sent("lock", "final"), sent("claim", "final"))
+    // Past payBy a payment included just before it may still be on its way to finality: wait until takerExpiry.
+    expect(decideV2(fill({ state: "claimed", ...k, lock, ...at(1019n) }))).toEqual({
+      _tag: "Wait",
+      why: "the payment is not indexed",
+    })
+    expect(decideV2(fill({ state: "claimed", ...k, lock, ...at(1020n) }))).toEqual({
+      _tag: "Finish",
+      state: "settled",
+      error: DELIVERED_UNPAID,
+      unpaid: true,
+    })
+    const paying = merge(k, sent("pay", "included"))
+    expect(decideV2(fill({ state: "claimed", ...paying, lock, ...at(1100n) }))._tag).toBe("Wait")
   })
   it("a cancelLock sent is followed to its end (retried if it reverted)", () => {
     const k = merge(sent("lock", "final"), sent("cancelLock", "reverted"))
