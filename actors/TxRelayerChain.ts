@@ -2,6 +2,7 @@ import { Effect, Redacted } from "effect"
 import { type Address, type Hex, keccak256, type PublicClient, type TransactionReceipt } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
+import { finalizedByConfirmations } from "../src/Chain/Finality.ts"
 import { decodeRevertData, type Fees, initialFees, revertDataOf } from "../src/Chain/RelayerPolicy.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
@@ -81,7 +82,9 @@ export const makeRelayerChain = (venue: VenueConfig) =>
       )
       const latest = yield* latestRead
       const finalized =
-        confirmations === undefined ? (yield* finalizedRead)?.number : latest.number - BigInt(confirmations)
+        confirmations === undefined
+          ? (yield* finalizedRead)?.number
+          : finalizedByConfirmations(latest.number, confirmations)
       return {
         latest: latest.number,
         latestHash: latest.hash,

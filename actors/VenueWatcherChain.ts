@@ -3,6 +3,7 @@ import type { Address, Hex, PublicClient } from "viem"
 import { legacyEscrowAbi, settlementEscrowAbi } from "../src/Chain/artifacts/index.ts"
 import type { IndexState } from "../src/Chain/EscrowIndex.ts"
 import { isTerminal } from "../src/Chain/Failure.ts"
+import { finalizedByConfirmations } from "../src/Chain/Finality.ts"
 import type { ChainOrder, ChainSnapshot } from "../src/Chain/Integrity.ts"
 import { type RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
@@ -50,7 +51,7 @@ export const readHeads = (client: PublicClient, confirmations: number | undefine
       return { latest, safe: safe.number, finalized } satisfies Heads
     }
     const latest = yield* block("latest")
-    const finalizedNumber = latest.number > BigInt(confirmations) ? latest.number - BigInt(confirmations) : 0n
+    const finalizedNumber = finalizedByConfirmations(latest.number, confirmations)
     const finalized = yield* rpc("eth_getBlockByNumber", () => client.getBlock({ blockNumber: finalizedNumber })).pipe(
       Effect.map((b) => toHead(b, "finalized")),
       retryRpc,

@@ -14,6 +14,7 @@ import {
 } from "viem"
 import { describe, expect, it } from "vitest"
 import { mockUSDCAbi, settlementEscrowAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
+import { finalizedByConfirmations } from "../../src/Chain/Finality.ts"
 import {
   allowedFunction,
   compileAllowlist,
@@ -211,5 +212,21 @@ describe("RPC error classification", () => {
     )
     expect(wording.rangeTooLarge).toBe(true)
     expect(classifyRpcError("eth_call", new InternalRpcError(rpcError(-32005))).rangeTooLarge).toBe(false)
+  })
+})
+
+describe("finalized head by confirmations (no finalized tag)", () => {
+  it("is `confirmations` below the latest, never below genesis on a young chain", () => {
+    expect(finalizedByConfirmations(100n, 2)).toBe(98n)
+    expect(finalizedByConfirmations(2n, 2)).toBe(0n)
+    // A chain younger than its confirmations: a negative block would fail the relayer's nonce read at it.
+    expect(finalizedByConfirmations(1n, 12)).toBe(0n)
+    expect(finalizedByConfirmations(0n, 0)).toBe(0n)
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.integer({ min: 0, max: 1_000 }), (latest, c) => {
+        const f = finalizedByConfirmations(latest, c)
+        expect(f >= 0n && f <= latest && (latest < BigInt(c) || f === latest - BigInt(c))).toBe(true)
+      }),
+    )
   })
 })
