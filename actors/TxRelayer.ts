@@ -27,7 +27,8 @@ import {
 import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./TxRelayerChain.ts"
 
 /**
- * TxRelayer: one cluster singleton per (venue chain, operator key), the only nonce authority. Each
+ * TxRelayer: one cluster singleton per (venue, operator key), the only signer of its requests. Venues on one chain
+ * share the operator's nonces there: they allocate from one counter (allocateAndPersist), never the same nonce. Each
  * pass it first follows what is in flight, then signs new requests:
  * - queued: simulate (estimateGas, eth_call for the reason) — a revert ends the request with its
  *   decoded reason and no gas spent; otherwise nonces are allocated, transactions signed and
@@ -75,6 +76,10 @@ export const makeTxRelayer = (venue: VenueConfig) =>
     const { signer, cap, heads, market, sign, broadcast, broadcastNew, simulate, onChainReason } = chain
     const settings = venue.relayer
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    /** The venues on this chain: one operator key has one nonce sequence per chain, whichever venue relays. */
+    const chainVenues = (yield* AppConfig).deployment.venues
+      .filter((v) => v.chain_id === venue.chain_id)
+      .map((v) => v.id)
 
     const sendQueued = (h: Heads, queued: ReadonlyArray<RequestRow>) =>
       Effect.gen(function* () {
@@ -99,6 +104,7 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         const fees = yield* feesRead
         const persisted = yield* allocateAndPersist(
           venue.id,
+          chainVenues,
           signer,
           floor,
           h.latest,

@@ -368,12 +368,17 @@ export interface SignedAttempt {
 
 /**
  * Allocates consecutive nonces to `items` (in order), signs each, and persists nonce, raw bytes,
- * hash and fees, all in one transaction, before anything is broadcast. The nonce row is locked for
- * the transaction; `floor` (the chain's confirmed count) only ever raises it. `sign` runs inside the
+ * hash and fees, all in one transaction, before anything is broadcast. The nonce rows are locked for
+ * the transaction; `floor` (the chain's confirmed count) only ever raises them. `sign` runs inside the
  * transaction: if the process dies there, nothing was persisted and the nonce is reused.
+ *
+ * `chainVenues`: every configured venue on this venue's chain (this one included). They share the signer's
+ * nonces on that chain, so one counter serves them all: each venue's row is locked (in venue order, so two
+ * relayers never deadlock) and the allocation starts above the highest of them, and all are moved together.
  */
 export const allocateAndPersist = <E, R>(
   venue: string,
+  chainVenues: ReadonlyArray<string>,
   signer: string,
   floor: bigint,
   sentBlock: bigint,
@@ -384,12 +389,15 @@ export const allocateAndPersist = <E, R>(
     sql.withTransaction(
       Effect.gen(function* () {
         const who = signer.toLowerCase()
+        const scope = [...new Set([venue, ...chainVenues])].sort()
         yield* sql`
-          insert into relayer_nonces (venue, signer, next_nonce) values (${venue}, ${who}, ${floor.toString()})
+          insert into relayer_nonces (venue, signer, next_nonce)
+          select v, ${who}, ${floor.toString()} from unnest(${scope}::text[]) as v
           on conflict do nothing`
-        const [row] = yield* sql<{ n: string }>`
-          select next_nonce::text as n from relayer_nonces where venue = ${venue} and signer = ${who} for update`
-        let nonce = BigInt(row!.n) > floor ? BigInt(row!.n) : floor
+        const rows = yield* sql<{ n: string }>`
+          select next_nonce::text as n from relayer_nonces where venue = any(${scope}::text[]) and signer = ${who}
+          order by venue for update`
+        let nonce = rows.reduce((high, r) => (BigInt(r.n) > high ? BigInt(r.n) : high), floor)
         // Still queued? (a stale relayer instance must not sign twice for one request)
         const fresh = yield* sql<{ id: string }>`
           select id::text from relayer_requests
@@ -434,7 +442,8 @@ export const allocateAndPersist = <E, R>(
           )
         }
         yield* sql`
-          update relayer_nonces set next_nonce = ${nonce.toString()} where venue = ${venue} and signer = ${who}`
+          update relayer_nonces set next_nonce = ${nonce.toString()}
+          where venue = any(${scope}::text[]) and signer = ${who}`
         return out
       }),
     ),

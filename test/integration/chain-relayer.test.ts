@@ -11,6 +11,16 @@ import { chainStack, TestChainTag } from "../support/ChainStack.ts"
 
 // The relayer signs with anvil account #9 (untouched by the deployment), so its nonces start at 0.
 const OPERATOR = 9
+const sameChainVenue = (c: TestChain) => {
+  const { legacy_escrow: _legacy, ...entry } = venueEntry(c, "aster", {
+    relayer: {
+      poll_ms: 50,
+      bump_after_blocks: 2,
+      allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
+    },
+  })
+  return entry
+}
 const Live = chainStack({
   anvil: { slotsInAnEpoch: 1 },
   config: (c) => ({
@@ -22,6 +32,11 @@ const Live = chainStack({
           allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
         },
       }),
+      // A second venue on the same chain with the same operator key: its relayer shares the nonces.
+      {
+        ...sameChainVenue(c),
+        kind: "aster",
+      },
     ],
     operator_key: key(OPERATOR),
   }),
@@ -117,6 +132,49 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("transaction 
         "tx.included": N,
         "tx.final": N,
       })
+    }),
+  )
+
+  it.effect("two venues on one chain: their relayers share the operator's nonces, every request lands once", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const sql = yield* SqlClient.SqlClient
+      const { deployment } = yield* AppConfig
+      const relayers = yield* Effect.forEach(deployment.venues, (v) => makeTxRelayer(v))
+      expect(deployment.venues.map((v) => [v.id, v.chain_id])).toEqual([
+        ["hyperliquid", c.deployment.chainId],
+        ["aster", c.deployment.chainId],
+      ])
+      const N = 12
+      const start = yield* chainNonce(c)
+      const requests = Array.from({ length: 2 * N }, (_, i) => ({
+        key: `shared-${i}`,
+        venue: i % 2 === 0 ? "hyperliquid" : "aster",
+        to: recipient(1000 + i),
+      }))
+      yield* Effect.forEach(
+        requests,
+        (q, i) =>
+          r.submit({ idempotencyKey: q.key, venue: q.venue, to: c.token, data: mintData(q.to, 7n + BigInt(i)) }),
+        { concurrency: "unbounded" },
+      )
+      const fibers = yield* Effect.forEach(relayers, (x) => Effect.fork(x.run))
+      const outcomes = yield* whileMining(
+        c,
+        Effect.forEach(requests, (q) => r.awaitOutcome(q.key, { timeout: "60 seconds" }), { concurrency: "unbounded" }),
+      )
+      yield* Effect.forEach(fibers, Fiber.interrupt)
+      expect(outcomes.map((o) => o.status)).toEqual(requests.map(() => "final"))
+      const nonces = outcomes.map((o) => Number(o.nonce)).sort((a, b) => a - b)
+      expect(nonces).toEqual(Array.from({ length: 2 * N }, (_, i) => start + i))
+      for (const [i, q] of requests.entries()) expect(yield* balanceOf(c, q.to)).toBe(7n + BigInt(i))
+      const counters = yield* sql<{ venue: string; n: string }>`
+        select venue, next_nonce::text as n from relayer_nonces where signer = ${operator.toLowerCase()} order by venue`
+      expect(counters).toEqual([
+        { venue: "aster", n: String(start + 2 * N) },
+        { venue: "hyperliquid", n: String(start + 2 * N) },
+      ])
     }),
   )
 
