@@ -2,10 +2,9 @@ import { Entity } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, FiberHandle, Layer, Schedule } from "effect"
 import { publicFailureMessage, Supervision } from "../src/Cluster/Supervision.ts"
-import { Forbidden, NotFound, StateConflict, Unauthorized } from "../src/Domain/Errors.ts"
 import { BackstopAt, QuoteIdentityLease, type Renew } from "../src/QuoteIdentities/Lease.ts"
-import { expireLease, renewLease, renewLeaseWithCredential } from "../src/QuoteIdentities/Repo.ts"
-import { retryAfterSeconds } from "../src/Sql/RateLimiter.ts"
+import { runRenewal } from "../src/QuoteIdentities/Renewal.ts"
+import { expireLease } from "../src/QuoteIdentities/Repo.ts"
 
 const KIND = "quote-identity-lease"
 /** An entity without messages stops after this: longer than the longest lease (120 s), so a timer always fires. */
@@ -104,42 +103,9 @@ const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
         backstopOf = generation
       })
 
-    /**
-     * The renewal's one statement: a session's (authenticated and charged by the route's middleware), or a
-     * credential's, which resolves, charges and renews at once (renewLeaseWithCredential). Only a spent budget
-     * reads again (how long until a token refills), on the refused path.
-     */
+    /** The renewal's one statement and its answer (runRenewal: resolve, charge and renew at once). */
     const renewal = (payload: typeof Renew.payloadSchema.Type) =>
-      Effect.gen(function* () {
-        const credential = payload.credential
-        const outcome =
-          credential === null
-            ? yield* renewLease(id, payload.ttlSeconds, payload.master)
-            : yield* renewLeaseWithCredential(
-                id,
-                payload.ttlSeconds,
-                Buffer.from(credential.tokenHash, "hex"),
-                credential.bucket,
-              )
-        switch (outcome._tag) {
-          case "Renewed":
-            return outcome
-          case "BudgetSpent": {
-            const key = `credential:${outcome.credentialId}`
-            const retryAfter = yield* retryAfterSeconds({ key, ...credential!.bucket })
-            return { _tag: "BudgetSpent" as const, retryAfterSeconds: retryAfter }
-          }
-          case "Unknown":
-            return yield* new Unauthorized({ message: "unknown or revoked credential" })
-          case "Unscoped":
-            return yield* new Forbidden({ message: "this credential lacks the quote scope" })
-          case "Unbound":
-          case "NotFound":
-            return yield* new NotFound({ message: "no such quote identity" })
-          case "Revoked":
-            return yield* new StateConflict({ message: "this quote identity is revoked" })
-        }
-      }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.provideService(SqlClient.SqlClient, sql))
+      runRenewal(id, payload).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
     return QuoteIdentityLease.of({
       Renew: ({ payload }) =>

@@ -18,6 +18,7 @@ import { quoteIdentityRegistrationTypedData } from "./Domain/QuoteIdentityRegist
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
 import { checkSignatureShape } from "./Domain/Siwe.ts"
 import { QuoteIdentityLease } from "./QuoteIdentities/Lease.ts"
+import { identityExists, runRenewal } from "./QuoteIdentities/Renewal.ts"
 import {
   findQuoteIdentity,
   insertCredentialIdentity,
@@ -56,6 +57,8 @@ export const toQuoteIdentity = (row: QuoteIdentityRow, fade: FadeRecord = NO_FAD
 
 /** The renewal's bound: a renewal is one statement, so 2 s without an answer is a retryable 503. */
 const RENEWAL_TIMEOUT = "2 seconds"
+/** Identity ids this process has seen exist (rows are never deleted), at most this many (then it starts over). */
+const KNOWN_IDENTITIES_MAX = 100_000
 
 export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIdentities", {
   effect: Effect.gen(function* () {
@@ -70,6 +73,21 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
     const escrow = deployment.venues.find((v) => v.chain_id === chainId)?.escrow ?? deployment.venues[0].escrow
     const run = <A, E>(self: Effect.Effect<A, E, SqlClient.SqlClient>) =>
       self.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+    /**
+     * Whether `id` is a quote identity: its lease entity is messaged only then. An id that is none has no lease to
+     * time, and an entity started for it would sit in memory for minutes: a client spraying made-up ids (with any
+     * `mk_` token, before the statement finds it unknown) would start one per request. Seen ids are remembered, so
+     * a renewal reads this once per identity and process.
+     */
+    const known = new Set<string>()
+    const isIdentity = (id: string) =>
+      known.has(id)
+        ? Effect.succeed(true)
+        : Effect.tap(run(identityExists(id)), (exists) => {
+            if (!exists) return
+            if (known.size >= KNOWN_IDENTITIES_MAX) known.clear()
+            known.add(id)
+          })
     const registration = (master: string, signer: string) =>
       quoteIdentityRegistrationTypedData({ chainId, verifyingContract: escrow, master, signer })
 
@@ -167,15 +185,19 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
         }
         if (caller.quoteIdentityId !== lower) return yield* new NotFound({ message: "no such quote identity" })
       }
-      const renewed = yield* callEntity(
-        lease(lower).Renew({
-          ttlSeconds,
-          master: caller._tag === "Session" ? caller.master : null,
-          credential:
-            caller._tag === "CredentialToken" ? { tokenHash: caller.tokenHash.toString("hex"), bucket } : null,
-        }),
-        { timeout: RENEWAL_TIMEOUT, what: "lease renewal" },
-      )
+      const request = {
+        ttlSeconds,
+        master: caller._tag === "Session" ? caller.master : null,
+        credential: caller._tag === "CredentialToken" ? { tokenHash: caller.tokenHash.toString("hex"), bucket } : null,
+      }
+      // No such identity: the same statement answers here (and charges), as the entity would, without an entity.
+      const renewed = (yield* isIdentity(lower))
+        ? yield* callEntity(lease(lower).Renew(request), { timeout: RENEWAL_TIMEOUT, what: "lease renewal" })
+        : yield* Effect.map(Effect.provideService(runRenewal(lower, request), SqlClient.SqlClient, sql), (r) =>
+            r._tag === "Renewed"
+              ? { _tag: "Renewed" as const, generation: r.generation, expires_at: r.lease_expires_at.toISOString() }
+              : r,
+          )
       if (renewed._tag === "BudgetSpent") return renewed
       return {
         _tag: "Renewed" as const,

@@ -10,6 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { Supervision } from "../../src/Cluster/Supervision.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts"
@@ -180,6 +181,49 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("lease route"
 
   // The lease entity keeps one timer per identity and a renewal only moves its deadline; a renewal that brings the end
   // nearer must restart it, or the lease would be expired at the longer ttl's time.
+  it.effect("an id that is no quote identity: answered as the entity would be, and no lease entity is started", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const board = yield* Supervision
+      const leases = Effect.map(
+        board.snapshot,
+        (records) => records.find((r) => r.name === "quote-identity-lease")?.instances ?? 0,
+      )
+      const master = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const identity = yield* registerIdentity(base, master, privateKeyToAccount(generatePrivateKey()))
+      const other = yield* registerIdentity(base, master, privateKeyToAccount(generatePrivateKey()))
+      const quote = yield* issueCredential(base, master, identity.id, ["quote"])
+      const read = yield* issueCredential(base, master, other.id, ["read"])
+      const put = (token: string, id: string) =>
+        rawRequest(`${base}/v1/quote-identities/${id}/lease`, {
+          method: "PUT",
+          headers: { ...bearer(token), "content-type": PLAIN },
+          body: JSON.stringify({ ttl_seconds: 30 }),
+        })
+      const before = yield* leases
+      // Made-up ids with a made-up token, this identity's credentials and its master's session: the same answers as
+      // for an id that is an identity (unknown token first, then scope, then binding), and no entity for any of them.
+      const cases = [
+        [`mk_${"x".repeat(43)}`, 401, "UNAUTHORIZED"],
+        [read.token, 403, "FORBIDDEN"],
+        [quote.token, 404, "NOT_FOUND"],
+        [master, 404, "NOT_FOUND"],
+      ] as const
+      for (const [token, status, c] of cases) {
+        for (let i = 0; i < 5; i++) {
+          const res = yield* put(token, crypto.randomUUID())
+          expect([res.status, code(res)]).toEqual([status, c])
+          expectStandardHeaders(res)
+        }
+      }
+      expect(yield* leases).toBe(before)
+      // The identity itself: its own entity renews it.
+      const renewed = yield* put(quote.token, identity.id)
+      expect(renewed.status).toBe(200)
+      expect(yield* leases).toBe(before + 1)
+    }),
+  )
+
   it.effect("a shorter renewal brings the expiry forward: the expiry event comes at the new end", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
