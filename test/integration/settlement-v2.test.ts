@@ -67,7 +67,10 @@ const waitFor = <R>(what: string, done: Effect.Effect<boolean, unknown, R>) =>
     Effect.mapError((e) => new Error(`${what}: ${String(e)}`)),
   )
 
-const newTake = (order: MakerOrderV2, index: number, amountIn: bigint) =>
+/** A signed take over `parts` (amount out = amount in), with a fresh pay key and recipient. */
+const takeOver = (
+  parts: ReadonlyArray<{ readonly order: MakerOrderV2; readonly amount: bigint; readonly index: number }>,
+) =>
   Effect.gen(function* () {
     const { hl, aster } = yield* SettleV2Env
     const payKey = privateKeyToAccount(generatePrivateKey())
@@ -76,12 +79,14 @@ const newTake = (order: MakerOrderV2, index: number, amountIn: bigint) =>
       payer: PAYER,
       payKey: payKey.address,
       recipient,
-      parts: [{ order, amountIn, amountOut: amountIn, index }],
+      parts: parts.map((p) => ({ order: p.order, amountIn: p.amount, amountOut: p.amount, index: p.index })),
       makerVenue: M,
       takerVenue: T,
     })
     return { ...take, payKey, recipient }
   })
+
+const newTake = (order: MakerOrderV2, index: number, amount: bigint) => takeOver([{ order, amount, index }])
 
 /** Both chains' clocks forward by `seconds` (the next block of each carries it). */
 const warp = (seconds: number) =>
@@ -125,19 +130,11 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
         const sql = yield* SqlClient.SqlClient
         const A = yield* newMakerV2(1, 5_000_000n)
         const B = yield* newMakerV2(6, 5_000_000n)
-        const payKey = privateKeyToAccount(generatePrivateKey())
-        const recipient = fresh()
-        const take = yield* signedTakeV2(hl, aster, {
-          payer: PAYER,
-          payKey: payKey.address,
-          recipient,
-          parts: [
-            { order: A, amountIn: 1_000_000n, amountOut: 1_000_000n, index: 0 },
-            { order: B, amountIn: 400_000n, amountOut: 400_000n, index: 5 },
-          ],
-          makerVenue: M,
-          takerVenue: T,
-        })
+        const take = yield* takeOver([
+          { order: A, amount: 1_000_000n, index: 0 },
+          { order: B, amount: 400_000n, index: 5 },
+        ])
+        const { payKey, recipient } = take
         const payer0 = yield* balanceOf(aster, PAYER.address)
         // A pass reads the take with its first page of fills in one statement: the same rows as the fills' own query,
         // paged the same way.
@@ -228,18 +225,11 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       const sql = yield* SqlClient.SqlClient
       const A = yield* newMakerV2(7, 5_000_000n)
       const B = yield* newMakerV2(2, 5_000_000n)
-      const payKey = privateKeyToAccount(generatePrivateKey())
-      const take = yield* signedTakeV2(hl, aster, {
-        payer: PAYER,
-        payKey: payKey.address,
-        recipient: fresh(),
-        parts: [
-          { order: A, amountIn: 300_000n, amountOut: 300_000n, index: 0 },
-          { order: B, amountIn: 200_000n, amountOut: 200_000n, index: 0 },
-        ],
-        makerVenue: M,
-        takerVenue: T,
-      })
+      const take = yield* takeOver([
+        { order: A, amount: 300_000n, index: 0 },
+        { order: B, amount: 200_000n, index: 0 },
+      ])
+      const { payKey } = take
       const payer0 = yield* balanceOf(aster, PAYER.address)
       yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
       // The pay key cancels A's fill only, before any authorisation: the service relays A's cancelLock.
