@@ -141,21 +141,28 @@ export const authorizePayment = async (
   makerChain: ChainReader,
   handle: TakeHandle,
 ): Promise<AuthorizeResult> => {
-  if (handle.cancelSigned) {
-    const problem: LockProblem = {
-      code: "cancelled",
-      fill: null,
-      field: null,
-      message: "the pay key cancelled a fill of this take: it is never paid",
-    }
-    return { ok: false, retry: false, problems: [problem] }
+  const cancelled: AuthorizeResult = {
+    ok: false,
+    retry: false,
+    problems: [
+      {
+        code: "cancelled",
+        fill: null,
+        field: null,
+        message: "the pay key cancelled a fill of this take: it is never paid",
+      },
+    ],
   }
+  if (handle.cancelSigned) return cancelled
   const locks = await checkLocksFinal(makerChain, handle.take)
   if (!locks.ok) {
     return { ok: false, retry: locks.problems.every((p) => p.code === "missing"), problems: locks.problems }
   }
-  const auth = await signPayTake(handle.payKey, locks.locks)
+  // Checked again after the reads, and the flag set in the same synchronous step: a cancelFills running meanwhile
+  // either cancelled first (then no PayTake) or sees payTakeSigned (then gives no early cancel).
+  if (handle.cancelSigned) return cancelled
   handle.payTakeSigned = true
+  const auth = await signPayTake(handle.payKey, locks.locks)
   try {
     await api.postSignatures(handle.takeId, { pay_authorization: auth.signature })
   } catch (e) {
@@ -186,11 +193,20 @@ export const cancelFills = async (
   for (const i of indexes) {
     const fillId = handle.take.fills[i]!.fillId!
     const decision = await decideCancelFill(takerChain, handle.take, i, handle.payTakeSigned)
-    if (!decision.allowed) refused.push({ fillId, reason: decision.reason })
-    else {
-      if (decision.reason === "not_authorised") handle.cancelSigned = true
-      cancels.push({ fill_id: fillId, signature: await signCancelFill(handle.payKey, decision) })
+    if (!decision.allowed) {
+      refused.push({ fillId, reason: decision.reason })
+      continue
     }
+    if (decision.reason === "not_authorised") {
+      // An authorizePayment that ran meanwhile signed PayTake: no early cancel any more (checked and marked in one
+      // synchronous step, as authorizePayment does).
+      if (handle.payTakeSigned) {
+        refused.push({ fillId, reason: "payment_authorised" })
+        continue
+      }
+      handle.cancelSigned = true
+    }
+    cancels.push({ fill_id: fillId, signature: await signCancelFill(handle.payKey, decision) })
   }
   if (cancels.length > 0) await api.postSignatures(handle.takeId, { cancels })
   return { cancelled: cancels.map((c) => c.fill_id), refused }

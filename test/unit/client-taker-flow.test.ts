@@ -169,6 +169,61 @@ describe("the taker's flow: create → check → sign → submit", () => {
     expect(posted).toHaveLength(sent)
   })
 
+  it("a cancel given while the authorisation reads the locks: no PayTake is signed or sent", async () => {
+    const { api, posted } = fakeApi(honest)
+    const started = await startTake(api, config, countingWallet().wallet, request, options)
+    if (!started.ok) throw new Error("the honest proposal was refused")
+    const { handle } = started
+    const byDigest = new Map(handle.take.fills.map((f) => [f.digest, f.fill]))
+    let cancel: Promise<unknown> | undefined
+    // The maker chain's reads finish only after a cancel of fill 0 went out (a cancel button pressed meanwhile).
+    const makerChain = {
+      getChainId: async () => MAKER_CHAIN,
+      getBlock: async () => ({ number: 100n, timestamp: NOW }),
+      readContract: async ({ args }: { args: [Hex] }) => {
+        cancel ??= cancelFills(api, {} as ChainReader, handle, [0])
+        await cancel
+        const f = byDigest.get(args[0])!
+        return {
+          owner: f.owner,
+          orderId: f.orderId,
+          sequence: f.sequence,
+          expiry: f.makerExpiry,
+          state: 1,
+          dex: f.dex,
+          toMargin: f.toMargin,
+          recipient: f.recipient,
+          payKey: f.payKey,
+          hashlock: f.hashlock,
+          amountOut: f.amountOut,
+        }
+      },
+    } as unknown as ChainReader
+    const authorised = await authorizePayment(api, makerChain, handle)
+    expect(authorised).toMatchObject({ ok: false, retry: false, problems: [{ code: "cancelled" }] })
+    expect(handle.cancelSigned).toBe(true)
+    expect(handle.payTakeSigned).toBe(false)
+    expect(posted.filter((p) => "pay_authorization" in p)).toEqual([])
+    expect(posted.filter((p) => "cancels" in p)).toHaveLength(1)
+  })
+
+  it("an authorisation marked while a cancel is being decided: the early cancel is refused, nothing sent", async () => {
+    const { api, posted } = fakeApi(honest)
+    const started = await startTake(api, config, countingWallet().wallet, request, options)
+    if (!started.ok) throw new Error("the honest proposal was refused")
+    const { handle } = started
+    const sent = posted.length
+    const pending = cancelFills(api, {} as ChainReader, handle, [0])
+    handle.payTakeSigned = true // what authorizePayment does before it signs
+    const result = await pending
+    expect(result).toEqual({
+      cancelled: [],
+      refused: [{ fillId: handle.take.fills[0]!.fillId, reason: "payment_authorised" }],
+    })
+    expect(handle.cancelSigned).toBe(false)
+    expect(posted).toHaveLength(sent)
+  })
+
   for (const lie of lies) {
     it(`a lying API (${lie.name}): the wallet signs nothing, nothing is sent`, async () => {
       const { api, posted } = fakeApi(lie.propose)
