@@ -115,7 +115,10 @@ export const decideReveal = (input: RevealInput): RevealDecision => {
   if (lock.chainId !== config.makerChainId || !same(lock.escrow, config.makerEscrow)) {
     refuse("lock_escrow", `the lock was read on ${lock.escrow} (chain ${lock.chainId}), not on the maker's escrow`)
   }
-  if (lock.state !== "Locked") refuse("lock_state", `the lock is ${lock.state}`)
+  // Claimed: only `claim` with the secret claims a lock, so the secret is public already (an earlier reveal of ours
+  // was seen, then dropped or too slow): the payment is owed, and claiming it again reveals nothing new.
+  const delivered = lock.state === "Claimed"
+  if (lock.state !== "Locked" && !delivered) refuse("lock_state", `the lock is ${lock.state}`)
   if (lock.digest.toLowerCase() !== payment.digest.toLowerCase()) refuse("lock_fill", "lock and payment digests differ")
   if (lock.hashlock.toLowerCase() !== payment.hashlock.toLowerCase())
     refuse("lock_fill", "lock and payment hashlocks differ")
@@ -125,7 +128,9 @@ export const decideReveal = (input: RevealInput): RevealDecision => {
   }
   if (lock.sequence !== quoteSet.sequence) refuse("lock_order", `the lock is under sequence ${lock.sequence}`)
 
-  if (payment.expiry < now + config.revealCutoffSeconds) {
+  // The cutoff keeps a secret from going public too late to be paid for; once it is public (delivered), the payment
+  // is claimed while it can be at all.
+  if (delivered ? payment.expiry <= now : payment.expiry < now + config.revealCutoffSeconds) {
     refuse("time", `${payment.expiry - now} s left before takerExpiry; the cutoff is ${config.revealCutoffSeconds} s`)
   }
 

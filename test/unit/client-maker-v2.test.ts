@@ -239,7 +239,7 @@ const lies: ReadonlyArray<Lie> = [
       code: "payment_state",
     }),
   ),
-  ...(["Claimed", "Refunded", "Cancelled"] as const).map(
+  ...(["Refunded", "Cancelled"] as const).map(
     (state): Lie => ({
       name: `a lock ${state}`,
       apply: ({ input }) => ({ ...input, lock: { ...input.lock, state } }),
@@ -282,6 +282,26 @@ describe("decideReveal", () => {
       }),
       { numRuns: 30 },
     ))
+
+  it("a lock already claimed (the secret went public, our reveal was dropped): the payment is still claimed", () => {
+    const [s] = fc.sample(scenarioArb, { numRuns: 1, seed: 11 })
+    const claimed = (expiry: bigint) =>
+      decideReveal({
+        ...s!.input,
+        lock: { ...s!.input.lock, state: "Claimed" },
+        payment: { ...s!.input.payment, expiry },
+      })
+    // Inside the cutoff too (nothing new is revealed), until takerExpiry; every other check still applies.
+    expect(claimed(NOW + 30n).reveal).toBe(true)
+    expect(claimed(NOW + 1n).reveal).toBe(true)
+    expect(claimed(NOW)).toMatchObject({ reveal: false, reasons: [{ code: "time" }] })
+    const elsewhere = decideReveal({
+      ...s!.input,
+      lock: { ...s!.input.lock, state: "Claimed" },
+      payment: { ...s!.input.payment, payee: other },
+    })
+    expect(elsewhere.reveal).toBe(false)
+  })
 
   it("exactly at the cutoff reveals; one second less does not", () => {
     const [s] = fc.sample(scenarioArb, { numRuns: 1, seed: 7 })
