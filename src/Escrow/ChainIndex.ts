@@ -38,6 +38,8 @@ export interface ChainStatusRow {
   readonly checkedAt: Date | null
   readonly indexedBlock: bigint
   readonly indexedHash: string | null
+  /** The settlement-v2 index's cursor (escrow_v2_cursor), null before its first page or without escrow_v2. */
+  readonly v2IndexedBlock: bigint | null
   readonly error: string
   readonly operator: string | null
   readonly operatorGas: bigint | null
@@ -61,6 +63,7 @@ interface RawStatus {
   checked_at: Date | null
   indexed_block: string | null
   indexed_hash: string | null
+  v2_indexed_block: string | null
   error: string
   operator: string | null
   operator_gas: string | null
@@ -86,6 +89,7 @@ const toStatus = (r: RawStatus): ChainStatusRow => ({
   checkedAt: r.checked_at,
   indexedBlock: BigInt(r.indexed_block ?? "-1"),
   indexedHash: r.indexed_hash,
+  v2IndexedBlock: big(r.v2_indexed_block),
   error: r.error,
   operator: r.operator,
   operatorGas: big(r.operator_gas),
@@ -98,7 +102,8 @@ const toStatus = (r: RawStatus): ChainStatusRow => ({
 
 const STATUS_COLUMNS = `venue, chain_id::text, latest_block::text, latest_hash, safe_block::text,
   finalized_block::text, finalized_hash, finalized_at, head_seen_at, checked_at, indexed_block::text,
-  indexed_hash, error, operator, operator_gas::text, integrity_checked_at, integrity_completed_at,
+  indexed_hash, (select c.indexed_block::text from escrow_v2_cursor c where c.venue = chain_status.venue)
+  as v2_indexed_block, error, operator, operator_gas::text, integrity_checked_at, integrity_completed_at,
   integrity_requested_at, integrity_error, integrity_mismatch`
 
 /** Every venue's status row (absent for a venue whose watcher never ran). */

@@ -6,7 +6,8 @@ import type { ChainStatusRow } from "../Escrow/ChainIndex.ts"
 /**
  * A chain's /health entry from its persisted status row (written by its watcher, wherever that
  * runs) and the time now. Ready means: the last poll succeeded, it and the last new head are at
- * most `freshness_seconds` old, the index has reached the finalized head, the operator's gas is at
+ * most `freshness_seconds` old, the index (and, with `escrow_v2`, the v2 index: v2 takes are routed and settled
+ * from it) has reached the finalized head, the operator's gas is at
  * least `min_operator_gas`, and no integrity mismatch is latched. `error` says why not, in that
  * order (the integrity alarm has its own fields).
  */
@@ -43,9 +44,12 @@ export const chainHealth = (venue: VenueConfig, row: ChainStatusRow | undefined,
             ? `head ${row.latestBlock ?? "?"} unchanged for ${Math.round(age(row.headSeenAt) / 1000)} s`
             : row.finalizedBlock === null || row.indexedBlock < row.finalizedBlock
               ? `indexing: block ${row.indexedBlock} of finalized ${row.finalizedBlock ?? "?"}`
-              : gas < minGas
-                ? `operator gas ${gas} below the minimum ${minGas}`
-                : ""
+              : venue.escrow_v2 !== undefined &&
+                  (row.v2IndexedBlock === null || row.v2IndexedBlock < row.finalizedBlock)
+                ? `v2 indexing: block ${row.v2IndexedBlock ?? "none"} of finalized ${row.finalizedBlock}`
+                : gas < minGas
+                  ? `operator gas ${gas} below the minimum ${minGas}`
+                  : ""
   const iso = (d: Date | null) => (d === null ? null : toRfc3339(d.getTime()))
   return {
     venue: venue.id,

@@ -25,6 +25,7 @@ const healthy: ChainStatusRow = {
   checkedAt: ago(0.5),
   indexedBlock: 116n,
   indexedHash: "0x02",
+  v2IndexedBlock: 116n,
   error: "",
   operator: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
   operatorGas: 5000n,
@@ -73,6 +74,25 @@ describe("chain readiness", () => {
       true,
       "order 0x1 …",
     ])
+  })
+
+  it("with escrow_v2, the v2 index must be at the finalized head too (v2 takes route and settle from it)", () => {
+    const v2 = Schema.decodeUnknownSync(VenueConfig)({
+      ...DevelopmentConfig.venues[0],
+      watcher: { freshness_seconds: 10, min_operator_gas: "1000" },
+      escrow_v2: { address: "0x00000000000000000000000000000000000000e2", deployment_block: 1 },
+    })
+    expect(chainHealth(v2, healthy, NOW)).toMatchObject({ ready: true, error: "" })
+    for (const [v2IndexedBlock, reason] of [
+      [100n, /v2 indexing: block 100 of finalized 116/],
+      [null, /v2 indexing: block none of finalized 116/],
+    ] as const) {
+      const h = chainHealth(v2, { ...healthy, v2IndexedBlock }, NOW)
+      expect([h.ready, h.error]).toEqual([false, expect.stringMatching(reason)])
+    }
+    // Without escrow_v2 the v2 cursor is not looked at.
+    const { escrow_v2: _none, ...v1 } = v2
+    expect(chainHealth(v1 as VenueConfig, { ...healthy, v2IndexedBlock: null }, NOW).ready).toBe(true)
   })
 
   it("a venue whose watcher never ran is reported, not ready", () => {
