@@ -1,12 +1,17 @@
 /**
  * `npm run maker -- setup`: everything a maker needs before `run`, from one funded owner key.
  *
- *   1. sign in with the owner key (SIWE: the challenge's message personal_signed as given);
- *   2. link the owner's account on the order's venue (its link message, or the venue's agent approval);
+ *   1. sign in with the owner key (SIWE: the challenge's message, for the owner's address, personal_signed);
+ *   2. link the owner's account on the order's venue (its link message, or the venue's agent approval granting
+ *      nothing);
  *   3. register a quote identity for the signer key (MAKER_SIGNER_KEY, or a fresh key kept in the state file);
  *   4. issue a `quote` credential bound to it (its `mk_` token goes to the state file only);
  *   5. create the order (client id stored first: a lost answer is recovered by it), check its fund_order sign item
  *      names the escrow you reviewed, sign the items with the owner key and wait until the order is funded.
+ *
+ * Nothing the service proposes is signed as given: each item is checked, or rebuilt from what the maker chose and
+ * signed only if the proposal is exactly that (SignChecks.ts).
+
  *
  * After each step the state file (mode 0600) is rewritten, so a setup stopped half-way resumes where it stopped.
  * Prints ids and addresses, never a token or key.
@@ -18,6 +23,7 @@ import { apiOf, retrying } from "./MakerHttp.ts"
 import { UsageError } from "./MakerOptions.ts"
 import { type MakerState, readState, writeState } from "./MakerState.ts"
 import { ServiceRefused } from "./ServiceFaults.ts"
+import { checkLink, checkSiwe, orderItemsToSign, registrationToSign } from "./SignChecks.ts"
 
 export interface SetupFlags {
   readonly state: string
@@ -41,6 +47,8 @@ interface Venue {
   readonly id: string
   readonly chain_id: number
   readonly escrow: string
+  readonly token: string
+  readonly decimals: number
 }
 
 const HEX_KEY = /^0x[0-9a-fA-F]{64}$/
@@ -106,6 +114,7 @@ const reviewed = (flags: SetupFlags) => {
 export const signIn = async (base: string, owner: PrivateKeyAccount) => {
   const api = apiOf(base)
   const challenge = await api((c) => c.auth.challenge({ payload: { address: owner.address } }))
+  checkSiwe(challenge.message, owner.address)
   const signature = await owner.signMessage({ message: challenge.message })
   const verified = await api((c) => c.auth.verify({ payload: { nonce: challenge.nonce, signature } }))
   return verified.token
@@ -122,6 +131,7 @@ const link = async (base: string, token: string, owner: PrivateKeyAccount, venue
     message: string
     typed_data?: unknown
   }
+  checkLink(challenge, owner.address)
   const signature: Hex =
     challenge.typed_data === undefined
       ? await owner.signMessage({ message: challenge.message })
@@ -211,7 +221,9 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     const prepared = await retry(() =>
       session((c) => c.quoteIdentities.prepareIdentity({ payload: { signer: signer.address } })),
     )
-    const signature = await signer.signTypedData(prepared.typed_data as never)
+    const signature = await signer.signTypedData(
+      registrationToSign(prepared.typed_data, owner.address, signer.address) as never,
+    )
     const identity = await retry(() =>
       session((c) => c.quoteIdentities.createIdentity({ payload: { signer: signer.address, signature } })),
     )
@@ -286,8 +298,18 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
   })
   log(`  order ${orderId} (client id ${clientOrderId}): ${flags.amount} on ${venue.id}, settlement v${version}`)
   if (created.order.state === "preparing") {
+    const toSign = orderItemsToSign(items, {
+      orderId,
+      owner: owner.address,
+      signer: getAddress(state.signer!),
+      amount: BigInt(flags.amount),
+      escrow: getAddress(version === 2 ? v2Escrow! : venue.escrow),
+      version,
+      token: getAddress(venue.token),
+      decimals: venue.decimals,
+    })
     const signatures: Record<string, Hex> = {}
-    for (const item of items) signatures[item.kind] = await owner.signTypedData(item.typed_data as never)
+    for (const [kind, typedData] of Object.entries(toSign)) signatures[kind] = await owner.signTypedData(typedData)
     log(`  signed ${items.map((i) => i.kind).join(", ")} with the owner key`)
     await retry(() => session((c) => c.orders.sign({ path: { id: orderId }, payload: signatures as never })))
   }
