@@ -69,6 +69,19 @@ const permit = (over: { spender?: Address; value?: bigint; owner?: Address } = {
     }),
   )
 const item = (kind: string, typed_data: unknown) => ({ kind, typed_data })
+/** Hyperliquid's perp → spot SendAsset of 5 USDC to `destination` (the USDC system address: the sender's own wallet). */
+const sendAsset = (destination: Address) =>
+  sendAssetTypedData({
+    signatureChainId: 42161,
+    hyperliquidChain: "Mainnet",
+    destination,
+    sourceDex: "",
+    destinationDex: "spot",
+    token: "USDC:0x6d1e7cde53ba9467b783cb7c530ce054",
+    amount: "5",
+    fromSubAccount: "",
+    nonce: 1,
+  })
 const honest = () => [item("fund_order", fund()), item("permit", permit())]
 const refused = (f: () => unknown) => expect(f).toThrow(/refusing to sign .*nothing signed/)
 
@@ -118,26 +131,7 @@ describe("maker setup signs only what the maker chose", () => {
     ["an extra item", [...honest(), item("close_offer", fund())]],
     ["no permit", [item("fund_order", fund())]],
     ["an item twice", [...honest(), item("permit", permit())]],
-    [
-      "a venue transfer to another account (Hyperliquid)",
-      [
-        ...honest(),
-        item(
-          "venue_transfer",
-          sendAssetTypedData({
-            signatureChainId: 42161,
-            hyperliquidChain: "Mainnet",
-            destination: OTHER,
-            sourceDex: "",
-            destinationDex: "spot",
-            token: "USDC:0x6d1e7cde53ba9467b783cb7c530ce054",
-            amount: "5",
-            fromSubAccount: "",
-            nonce: 1,
-          }),
-        ),
-      ],
-    ],
+    ["a venue transfer to another account (Hyperliquid)", [...honest(), item("venue_transfer", sendAsset(OTHER))]],
     [
       "a venue withdrawal to another address (Aster)",
       [
@@ -161,17 +155,7 @@ describe("maker setup signs only what the maker chose", () => {
   it.each(lies)("%s: refused, nothing signed", (_, items) => refused(() => orderItemsToSign(items, expectation)))
 
   it("a venue transfer to the owner's own wallet of at most the amount is signed as proposed", () => {
-    const toSystem = sendAssetTypedData({
-      signatureChainId: 42161,
-      hyperliquidChain: "Mainnet",
-      destination: USDC_SYSTEM_ADDRESS,
-      sourceDex: "",
-      destinationDex: "spot",
-      token: "USDC:0x6d1e7cde53ba9467b783cb7c530ce054",
-      amount: "5",
-      fromSubAccount: "",
-      nonce: 1,
-    })
+    const toSystem = sendAsset(USDC_SYSTEM_ADDRESS)
     expect(orderItemsToSign([item("venue_transfer", toSystem), ...honest()], expectation).venue_transfer).toBe(toSystem)
     const tooMuch = { ...toSystem, message: { ...toSystem.message, amount: "101" } }
     refused(() => orderItemsToSign([item("venue_transfer", tooMuch), ...honest()], expectation))
