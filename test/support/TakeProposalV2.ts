@@ -94,3 +94,17 @@ export const honestFills = (
     }
   })
 }
+
+/** The escrow's lock of `f` as its `getLock` answers it (without the state, which callers give). */
+export const lockFieldsOf = (f: FillV2) => ({
+  owner: f.owner,
+  orderId: f.orderId,
+  sequence: f.sequence,
+  expiry: f.makerExpiry,
+  dex: f.dex,
+  toMargin: f.toMargin,
+  recipient: f.recipient,
+  payKey: f.payKey,
+  hashlock: f.hashlock,
+  amountOut: f.amountOut,
+})

@@ -12,7 +12,7 @@ import type { ProposedSignItem, TakerConfig, TakerIntent } from "../../src/Clien
 import { authorizePayment, cancelFills, startTake, type TakeAnswer, type TakerApi } from "../../src/Client/TakerFlow.ts"
 import { type FillV2, PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
-import { honestFills, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
+import { honestFills, lockFieldsOf, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
 
 const TAKER_CHAIN = 42161
 const MAKER_CHAIN = 999
@@ -183,20 +183,7 @@ describe("the taker's flow: create → check → sign → submit", () => {
       readContract: async ({ args }: { args: [Hex] }) => {
         cancel ??= cancelFills(api, {} as ChainReader, handle, [0])
         await cancel
-        const f = byDigest.get(args[0])!
-        return {
-          owner: f.owner,
-          orderId: f.orderId,
-          sequence: f.sequence,
-          expiry: f.makerExpiry,
-          state: 1,
-          dex: f.dex,
-          toMargin: f.toMargin,
-          recipient: f.recipient,
-          payKey: f.payKey,
-          hashlock: f.hashlock,
-          amountOut: f.amountOut,
-        }
+        return { ...lockFieldsOf(byDigest.get(args[0])!), state: 1 }
       },
     } as unknown as ChainReader
     const authorised = await authorizePayment(api, makerChain, handle)

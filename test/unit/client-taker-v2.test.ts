@@ -42,7 +42,7 @@ import {
   payTakeDigest,
 } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { parseWireFillV2 } from "../../src/Domain/WireFillV2.ts"
-import { honestFills, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
+import { honestFills, lockFieldsOf, marginMove, proposeTake } from "../support/TakeProposalV2.ts"
 
 const TAKER_CHAIN = 42161
 const MAKER_CHAIN = 999
@@ -500,19 +500,7 @@ const emptyPayment: PaymentRecord = {
   hashlock: `0x${"00".repeat(32)}`,
   amountIn: 0n,
 }
-const lockOf = (f: FillV2): LockRecord => ({
-  owner: f.owner,
-  orderId: f.orderId,
-  sequence: f.sequence,
-  expiry: f.makerExpiry,
-  state: "Locked",
-  dex: f.dex,
-  toMargin: f.toMargin,
-  recipient: f.recipient,
-  payKey: f.payKey,
-  hashlock: f.hashlock,
-  amountOut: f.amountOut,
-})
+const lockOf = (f: FillV2): LockRecord => ({ ...lockFieldsOf(f), state: "Locked" })
 
 const checked = (parts: number): CheckedTake => {
   const { intent, toSign } = honest(parts)
