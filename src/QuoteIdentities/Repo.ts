@@ -2,7 +2,6 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { identityFades } from "../Settlement/RepoV2.ts"
 import { appendJournal } from "../Sql/Journal.ts"
-import { takeTokenStatement } from "../Sql/RateLimiter.ts"
 
 export interface QuoteIdentityRow {
   readonly id: string
@@ -106,10 +105,11 @@ export type CredentialRenewal =
 
 /**
  * A credential's renewal in one statement and one round trip (DESIGN §4): resolves the live credential by its
- * token's SHA-256, takes one token of its request budget (takeTokenStatement; charged whatever follows, as any
- * authenticated request), and renews identity `id` (renewalCtes) only when the budget allowed it, the credential
- * has the `quote` scope and is bound to `id`. Revoking a credential revokes its identity, so a live credential's
- * identity renews unless revoked in between (then Revoked).
+ * token's SHA-256, takes one token of its request budget (charged whatever follows, as any authenticated request),
+ * and renews identity `id` only when the budget allowed it, the credential has the `quote` scope and is bound to
+ * `id`. Revoking a credential revokes its identity, so a live credential's identity renews unless revoked in
+ * between (then Revoked). The statement is the function renew_lease_with_credential (migrations/0034: the same
+ * rate_buckets upsert as takeTokenStatement and the same renewal as renewalCtes, with its plan cached).
  */
 export const renewLeaseWithCredential = (
   id: string,
@@ -126,23 +126,7 @@ export const renewLeaseWithCredential = (
       generation: string | null
       lease_expires_at: Date | null
       remaining_ms: number | null
-    }>`
-      with c as (
-        select id, quote_identity_id, scopes from credentials where token_hash = ${tokenHash} and revoked_at is null
-      ), taken as (
-        ${takeTokenStatement(sql, sql`select 'credential:' || id::text as key from c`, bucket)}
-      ), ${renewalCtes(
-        sql,
-        id,
-        ttlSeconds,
-        sql`exists (select 1 from c, taken where c.quote_identity_id = ${id} and 'quote' = any(c.scopes))`,
-      )}
-      select (select id::text from c) as credential_id, exists (select 1 from taken) as allowed,
-             coalesce((select 'quote' = any(scopes) from c), false) as scoped,
-             coalesce((select quote_identity_id = ${id} from c), false) as bound,
-             r.generation::text as generation, r.lease_expires_at,
-             (extract(epoch from r.lease_expires_at - now()) * 1000)::float8 as remaining_ms
-      from (select 1) one left join renewed r on true`.pipe(
+    }>`select * from renew_lease_with_credential(${id}, ${ttlSeconds}, ${tokenHash}, ${bucket.rate}, ${bucket.burst})`.pipe(
       Effect.map(([row]): CredentialRenewal => {
         if (row === undefined || row.credential_id === null) return { _tag: "Unknown" }
         if (!row.allowed) return { _tag: "BudgetSpent", credentialId: row.credential_id }
@@ -162,8 +146,9 @@ export const renewLeaseWithCredential = (
 /**
  * The renewal as two CTEs, `renewed` (generation, lease_expires_at of the renewed identity; no row
  * when it is revoked or `condition` fails) and the deactivation of older-generation sets (renewLease).
+ * renew_lease_with_credential (migrations/0034) holds the same two: a change here needs a migration there.
  */
-export const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: number, condition: Statement.Fragment) =>
+const renewalCtes = (sql: SqlClient.SqlClient, id: string, ttlSeconds: number, condition: Statement.Fragment) =>
   sql`renewed as (
         update quote_identities set
           generation = case when kind = 'credential' and lease_expires_at <= now()
