@@ -2,7 +2,8 @@ import { createRequire } from "node:module"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, RcRef, Redacted, Stream } from "effect"
+import { Context, Duration, Effect, Layer, RcRef, Redacted, Stream } from "effect"
+import { makeStatementNames, preparingClient } from "./PreparedStatements.ts"
 
 /**
  * LISTEN/NOTIFY for the whole process over one dedicated connection, one statement at a time.
@@ -28,8 +29,14 @@ interface PgListenClient {
   on(event: "notification", listener: (message: PgNotification) => void): unknown
   on(event: "error", listener: (error: Error) => void): unknown
 }
+interface PgPool {
+  query(text: string): Promise<unknown>
+  end(): Promise<void>
+  on(event: "error", listener: (error: Error) => void): unknown
+}
 interface PgModule {
   readonly Client: new (config: Record<string, unknown>) => PgListenClient
+  readonly Pool: new (config: Record<string, unknown>) => PgPool
   readonly escapeIdentifier: (identifier: string) => string
 }
 const pg = createRequire(import.meta.url)("pg") as PgModule
@@ -110,16 +117,58 @@ export const makeSharedListen = (config: PgClient.PgClientConfig) =>
       )
   })
 
+/** How long the pool's first connection may take (PgClient.make's default). */
+const CONNECT_TIMEOUT = Duration.seconds(5)
+
 /**
- * `PgClient.layer` (the pool, as SqlClient and PgClient) whose `listen` is the shared one above. The client is
- * made here, so its `listen` is replaced before anything can use it.
+ * The pool PgClient.make would build from `config` (its connection settings, `maxConnections`, a first
+ * `select 1` within CONNECT_TIMEOUT), whose connections send parameterised statements as named prepared
+ * statements (PreparedStatements.ts).
+ */
+const preparedPool = (config: PgClient.PgClientConfig) => {
+  const Client = preparingClient(pg.Client as never, makeStatementNames()) as unknown
+  return Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const pool = new pg.Pool({ ...connectionOptions(config), max: config.maxConnections, Client })
+        // As PgClient.make: an idle connection's error is the pool's to drop; a query's error fails that query.
+        pool.on("error", () => {})
+        try {
+          await pool.query("select 1")
+        } catch (cause) {
+          await pool.end().catch(() => {})
+          throw cause
+        }
+        return pool
+      },
+      catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" }),
+    }).pipe(
+      Effect.timeoutFail({
+        duration: CONNECT_TIMEOUT,
+        onTimeout: () =>
+          new SqlError.SqlError({
+            cause: new Error("Connection timed out"),
+            message: "PgClient: Connection timed out",
+          }),
+      }),
+    ),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000)),
+  )
+}
+
+/**
+ * The pool (preparedPool) as SqlClient and PgClient, whose `listen` is the shared one above. The client is made
+ * here, so its `listen` is replaced before anything can use it.
  */
 export const pgClientLayer = (
   config: PgClient.PgClientConfig,
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError> =>
   Layer.scopedContext(
     Effect.gen(function* () {
-      const client = yield* PgClient.make(config)
+      const client = yield* PgClient.fromPool({
+        acquire: preparedPool(config) as never,
+        applicationName: config.applicationName,
+      })
       Object.assign(client, { listen: yield* makeSharedListen(config) })
       return Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client))
     }),
