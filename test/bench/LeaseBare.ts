@@ -14,7 +14,8 @@ const PATH = /^\/v1\/quote-identities\/([0-9a-f-]{36})\/lease$/
  * The bare baseline: a `node:http` server on loopback (no Effect HTTP, no framework, no entity, no timer) answering
  * PUT /v1/quote-identities/:id/lease with the service's own renewal statement (renewLeaseWithCredential: resolve the
  * `mk_` token's hash, charge its budget, renew), run on the service's SqlClient instance (the same @effect/sql-pg
- * pool of the `postgres` driver). What the service adds on top of this is its HTTP framework and the lease entity.
+ * pool, pg driver, statements prepared: src/Sql/PreparedStatements.ts). What the service adds on top of this is its
+ * HTTP framework and the lease entity.
  */
 export const bareLeaseServer = (bucket: { readonly rate: number; readonly burst: number }) =>
   Effect.gen(function* () {
