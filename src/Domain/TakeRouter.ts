@@ -138,7 +138,9 @@ export const routeTake = (request: TakeRouteRequest): TakeRoute => {
   const orderLeft = new Map<string, bigint>()
   const setLeft = new Map<string, bigint>()
   const locksLeft = new Map<string, number>()
-  for (const c of ordered) {
+  // Shared limits are the smallest given by any candidate, an unusable quote's too: a limit is the order's or the
+  // set's, not the quote's.
+  for (const c of request.candidates) {
     const q = c.quotable > 0n ? c.quotable : 0n
     const s = c.setRemaining > 0n ? c.setRemaining : 0n
     const key = setKey(c.orderId, c.sequence)
