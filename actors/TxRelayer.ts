@@ -29,7 +29,8 @@ import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./T
 /**
  * TxRelayer: one cluster singleton per (venue, operator key), the only signer of its requests. Venues on one chain
  * share the operator's nonces there: they allocate from one counter (allocateAndPersist), never the same nonce. Each
- * pass it first follows what is in flight, then signs new requests:
+ * pass first signs and sends new requests, then follows what was in flight when the pass began (a request queued
+ * while a pass ran goes out at the start of the next one, not after it has followed everything):
  * - queued: simulate (estimateGas, eth_call for the reason) — a revert ends the request with its
  *   decoded reason and no gas spent; otherwise nonces are allocated, transactions signed and
  *   (nonce, raw bytes, hash, fees) persisted in ONE database transaction, and only then broadcast;
@@ -65,7 +66,7 @@ const finalOutcome = (request: RequestRow, success: boolean, reason: string | nu
 })
 
 export interface RelayerHandle {
-  /** One pass: follow in-flight transactions, then sign and send queued ones. */
+  /** One pass: sign and send queued requests, then follow the ones in flight before it. */
   readonly tick: Effect.Effect<{ readonly signed: number; readonly open: number }, unknown, SqlClient.SqlClient>
 }
 
@@ -290,10 +291,13 @@ export const makeTxRelayer = (venue: VenueConfig) =>
 
     const tick = Effect.gen(function* () {
       const h = yield* heads
-      // Follow's transitions touch only open requests, so the queued ones read with them are still queued after it.
+      // Queued first: a new request (a lock, a payTake, a claim) is what a user waits for, while following the ones
+      // in flight waits for receipts anyway. The two sets are disjoint: sending moves only the queued rows read here
+      // to pending, and follow is given only the rows that were open before; nonces come from one counter
+      // (allocateAndPersist), which a replacement of an open row (same nonce) does not touch.
       const work = yield* passRequests(venue.id, signer, settings.batch)
-      const open = yield* follow(h, work.open)
       const signed = yield* sendQueued(h, work.queued)
+      const open = yield* follow(h, work.open)
       return { signed, open }
     })
 
