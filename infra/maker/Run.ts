@@ -157,7 +157,7 @@ const revealLoop = (
       knownSets: known,
     },
   )
-  return { ...loop, newBlock: newBlock(readers, v2.pollMs) }
+  return { ...loop, ...blockWatch(readers, v2.pollMs) }
 }
 
 /** `f`s run one after another, in call order (a failed one does not stop the next). */
@@ -171,21 +171,27 @@ const serial = () => {
 }
 
 /**
- * Waits until any of the endpoints shows a new block (asked every `pollMs`), at most `maxMs`, or the stop: the reveal
- * loop's next pass starts as soon as a payment or a lock may have turned final, not a whole renewal later.
+ * The endpoints' heads, and a wait until any of them shows a block other than `since` (asked every `pollMs`), at
+ * most `maxMs`, or the stop: the reveal loop reads the heads before a pass and waits from those, so a block mined
+ * during the pass (a payment that turned final meanwhile) starts the next pass at once, and otherwise the next pass
+ * starts as soon as a payment or a lock may have turned final, not a whole renewal later.
  */
-const newBlock =
-  (readers: ReadonlyArray<{ getBlockNumber: (a: { cacheTime: number }) => Promise<bigint> }>, pollMs: number) =>
-  async (maxMs: number, stop: ReturnType<typeof stopper>) => {
-    const heads = () =>
-      Promise.all(readers.map((r) => r.getBlockNumber({ cacheTime: 0 }).catch(() => undefined))).then((h) => h.join())
+const blockWatch = (
+  readers: ReadonlyArray<{ getBlockNumber: (a: { cacheTime: number }) => Promise<bigint> }>,
+  pollMs: number,
+) => {
+  const heads = () =>
+    Promise.all(readers.map((r) => r.getBlockNumber({ cacheTime: 0 }).catch(() => undefined))).then((h) => h.join())
+  const newBlock = async (since: string, maxMs: number, stop: ReturnType<typeof stopper>) => {
     const end = Date.now() + maxMs
-    const first = await heads()
+    if ((await heads()) !== since) return
     while (!stop.stopped() && Date.now() < end) {
       await stop.sleep(Math.min(pollMs, end - Date.now()))
-      if ((await heads()) !== first) return
+      if ((await heads()) !== since) return
     }
   }
+  return { heads, newBlock }
+}
 
 export const runMaker = async (
   o: MakerOptions,
@@ -353,13 +359,14 @@ export const runMaker = async (
   const revealHorizon = () => Math.max(published.validUntil * 1000, started + validitySeconds * 1000) + maxLockMs
   const revealing = (async () => {
     while (reveals !== undefined && running()) {
+      const before = await reveals.heads()
       const outcomes = await reveals.tick().catch((e) => {
         log(`reveal loop: pass failed (${errorName(e)}); retrying`)
         return []
       })
       served += outcomes.filter((x) => x.kind === "revealed").length
       if (refused !== undefined && reveals.watching().length === 0 && Date.now() > revealHorizon()) return
-      await reveals.newBlock(o.renewSeconds * 1000, stop)
+      await reveals.newBlock(before, o.renewSeconds * 1000, stop)
     }
   })()
   // Heartbeat lines until the loops end (its own stopper: a sleep the end of the loops cuts short).
@@ -427,7 +434,8 @@ const runRevealOnly = async (
   const started = Date.now()
   log("reveal loop only: watching payments to this maker")
   while (!stop.stopped() && (o.runSeconds === 0 || Date.now() - started < o.runSeconds * 1000)) {
+    const before = await loop.heads()
     await loop.tick().catch((e) => log(`reveal loop: pass failed (${errorName(e)}); retrying`))
-    await loop.newBlock(o.renewSeconds * 1000, stop)
+    await loop.newBlock(before, o.renewSeconds * 1000, stop)
   }
 }
