@@ -1,5 +1,5 @@
 import { Effect, Redacted } from "effect"
-import { type Address, type Hex, keccak256, type PublicClient, type TransactionReceipt } from "viem"
+import { type Address, type Hex, hexToBigInt, keccak256, type PublicClient, type TransactionReceipt } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { finalizedByConfirmations } from "../src/Chain/Finality.ts"
@@ -94,9 +94,21 @@ export const makeRelayerChain = (venue: VenueConfig) =>
       } satisfies Heads
     })
 
+    /**
+     * Fees from the head's base fee and the node's tip. The tip is asked for directly: viem's
+     * estimateMaxPriorityFeePerGas fetches the latest block again first (one more round trip before every send).
+     * A node that refuses the method (a terminal error) gets viem's fallback (gas price − base fee); any other
+     * failure, 1 gwei, as before.
+     */
     const market = (h: Heads) =>
-      rpc("eth_maxPriorityFeePerGas", () => client.estimateMaxPriorityFeePerGas()).pipe(
+      rpc("eth_maxPriorityFeePerGas", () =>
+        client.request({ method: "eth_maxPriorityFeePerGas" }).then((tip) => hexToBigInt(tip)),
+      ).pipe(
         retryRpc,
+        Effect.catchIf(
+          (e) => !e.retryable,
+          () => rpc("eth_maxPriorityFeePerGas", () => client.estimateMaxPriorityFeePerGas()).pipe(retryRpc),
+        ),
         Effect.orElseSucceed(() => GWEI),
         Effect.map((tip) => initialFees(h.baseFee, tip, cap)),
       )

@@ -167,6 +167,36 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("chain faults
     ),
   )
 
+  it.effect("the tip is asked for directly; a node without the method gets viem's fallback", () =>
+    Effect.gen(function* () {
+      const c = yield* TestChainTag
+      const r = yield* Relayer
+      const mint = (k: string, i: number) =>
+        r.submit({
+          idempotencyKey: k,
+          venue: "hyperliquid",
+          to: c.token,
+          data: encodeFunctionData({
+            abi: mockUSDCAbi,
+            functionName: "mint",
+            args: [`0x${(0xf00d00 + i).toString(16).padStart(40, "0")}` as Address, 1n],
+          }),
+        })
+      const included = (k: string) => withRelayer(r.awaitOutcome(k, { until: "included", timeout: "30 seconds" }))
+      yield* mint("tip-direct", 1)
+      control.calls.clear()
+      yield* included("tip-direct")
+      expect(control.calls.get("eth_maxPriorityFeePerGas") ?? 0).toBeGreaterThan(0)
+      expect(control.calls.get("eth_gasPrice") ?? 0).toBe(0)
+      // Method not found (terminal): viem's fallback prices the tip from eth_gasPrice − the base fee.
+      control.failMethodAfter = { method: "eth_maxPriorityFeePerGas", after: 0, code: -32601 }
+      yield* mint("tip-fallback", 2)
+      control.calls.clear()
+      yield* included("tip-fallback").pipe(Effect.ensuring(Effect.sync(() => (control.failMethodAfter = undefined))))
+      expect(control.calls.get("eth_gasPrice") ?? 0).toBeGreaterThan(0)
+    }),
+  )
+
   it.effect("pg_terminate_backend of the service's connections: watcher, relayer and /health recover", () =>
     withWatcher(
       withRelayer(

@@ -9,11 +9,12 @@ import type { ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
  * - error: every call answers JSON-RPC -32603 (internal error);
  * - stale: head reads (latest/safe/finalized, eth_blockNumber) keep answering what they answered
  *   when the mode was entered, everything else is forwarded.
- * `failMethodAfter` makes one method fail after n successful calls (a crash in the middle of work).
+ * `failMethodAfter` makes one method fail after n successful calls (a crash in the middle of work), with JSON-RPC
+ * error `code` (default -32603, internal error: retryable; -32601, method not found: terminal).
  */
 export interface FaultControl {
   mode: "ok" | "unreachable" | "error" | "stale"
-  failMethodAfter?: { readonly method: string; readonly after: number } | undefined
+  failMethodAfter?: { readonly method: string; readonly after: number; readonly code?: number } | undefined
   readonly calls: Map<string, number>
   readonly frozen: Map<string, unknown>
 }
@@ -48,7 +49,7 @@ export const faultyTransport =
           if (control.mode === "error") throw Object.assign(new Error("internal error"), { code: -32603 })
           const limit = control.failMethodAfter
           if (limit !== undefined && limit.method === method && n > limit.after) {
-            throw Object.assign(new Error("injected failure"), { code: -32603 })
+            throw Object.assign(new Error("injected failure"), { code: limit.code ?? -32603 })
           }
           const url = venue.rpc_urls[0]
           if (control.mode === "stale") {
