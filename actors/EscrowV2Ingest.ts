@@ -1,9 +1,10 @@
 import { Clock, Duration, Effect } from "effect"
 import type { Address, Hex, PublicClient } from "viem"
-import { decodeV2Logs, type IndexedEventV2 } from "../src/Chain/EscrowIndexV2.ts"
+import { decodeV2Logs, type IndexedEventV2, paymentClaimedEvent, revealsOf } from "../src/Chain/EscrowIndexV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
 import { ingestV2Page, initV2Cursor } from "../src/Escrow/ChainIndexV2.ts"
+import { recordSeenReveals } from "../src/Escrow/SeenReveals.ts"
 import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
@@ -26,6 +27,12 @@ export const fillsNamed = (events: ReadonlyArray<IndexedEventV2>): ReadonlyArray
  * pages of the watcher's size, one transaction per page (src/Escrow/ChainIndexV2.ts). Undefined when the venue
  * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's. A page with events wakes the
  * settlement entities of the takes it touched (notifyEscrowIndexed; each runner wakes the takes on its shards).
+ *
+ * Then the blocks above the finalized head (at most a page) are scanned for makers' reveals (`PaymentClaimed`):
+ * their secrets are stored at once (src/Escrow/SeenReveals.ts) and their takes woken, so the claim on the maker
+ * chain goes out when the reveal is mined, not two or more blocks later when it is final (DESIGN §10: the secret is
+ * public once mined and stays the hashlock's preimage whatever happens to its block). The scan only brings the
+ * claim forward: when it fails, the poll goes on and the index delivers the secret at finality, as before.
  */
 export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => {
   const v2 = venue.escrow_v2
@@ -37,7 +44,28 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
       Effect.map((b) => b.hash as Hex | null),
       retryRpc,
     )
-  return (finalized: { readonly number: bigint; readonly hash: Hex }) =>
+  /** Failed reveal scans in a row: the first and every 20th are logged (a node that refuses it must not flood). */
+  let scanFailures = 0
+  const scanReveals = (finalized: bigint, latest: bigint) =>
+    Effect.gen(function* () {
+      if (latest <= finalized) return
+      const from = latest - finalized > pageBlocks ? latest - pageBlocks + 1n : finalized + 1n
+      const logs = yield* rpc("eth_getLogs", () =>
+        client.getLogs({ address: escrow, event: paymentClaimedEvent, fromBlock: from, toBlock: latest }),
+      ).pipe(retryRpc)
+      const fresh = yield* recordSeenReveals(venue.id, revealsOf(decodeV2Logs(logs, escrow)))
+      if (fresh.length > 0) yield* notifyEscrowIndexed(venue.id, fresh)
+      scanFailures = 0
+    }).pipe(
+      Effect.catchAll((e) =>
+        ++scanFailures === 1 || scanFailures % 20 === 0
+          ? Effect.logWarning(
+              "reveal scan above the finalized head failed; the index delivers the secret at finality",
+            ).pipe(Effect.annotateLogs({ venue: venue.id, failures: scanFailures, error: e.message }))
+          : Effect.void,
+      ),
+    )
+  return (finalized: { readonly number: bigint; readonly hash: Hex }, latest?: bigint) =>
     Effect.gen(function* () {
       const cursor = yield* initV2Cursor(venue.id, escrow, v2.deployment_block)
       if (cursor === undefined) return
@@ -67,5 +95,6 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         if (events.length > 0) yield* notifyEscrowIndexed(venue.id, fillsNamed(events))
         at = to
       }
+      if (latest !== undefined) yield* scanReveals(finalized.number, latest)
     })
 }

@@ -36,7 +36,7 @@ import {
 const FILL_CONCURRENCY = 4
 const BATCH = 200
 
-const publicSecretOf = (f: SettlingFillV2) => f.public_secret ?? f.payment_secret ?? f.lock_secret
+const publicSecretOf = (f: SettlingFillV2) => f.public_secret ?? f.payment_secret ?? f.lock_secret ?? f.seen_secret
 
 /** The v2 escrow call's calldata from the fill's (and, for payTake, its take's) records. */
 const calldataOf = (f: SettlingFillV2, call: SettlementCall) =>
@@ -163,7 +163,8 @@ export const settleTakeV2 = <E, R>(
           outcomes,
           lock: f.lock_state === null ? null : { state: f.lock_state, secret: f.lock_secret },
           payment: f.payment_state === null ? null : { state: f.payment_state, secret: f.payment_secret },
-          secret: f.public_secret,
+          secret: f.public_secret ?? f.seen_secret,
+          revealMined: f.seen_secret !== null,
           payBy: BigInt(f.pay_by),
           makerExpiry: BigInt(f.maker_expiry),
           takerExpiry: BigInt(f.taker_expiry),

@@ -267,7 +267,7 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
       // Never ingest on top of a latched alarm: the index stays as it was for the investigation.
       const cursor =
         latched || heads.finalized.number <= row.indexedBlock ? row.indexedBlock : yield* ingestUpTo(row, heads)
-      if (!latched && ingestV2 !== undefined) yield* ingestV2(heads.finalized)
+      if (!latched && ingestV2 !== undefined) yield* ingestV2(heads.finalized, heads.latest.number)
       const now = yield* Clock.currentTimeMillis
       if (lastHead === undefined) {
         lastHead =

@@ -159,6 +159,34 @@ export interface TouchedKeysV2 {
 const lc = <T extends string>(s: T): T => s.toLowerCase() as T
 const ZERO = "0x0000000000000000000000000000000000000000" as Address
 
+/** `PaymentClaimed` (a maker's reveal on the taker chain): the event the scan for fresh reveals asks for. */
+export const paymentClaimedEvent = events.find((e) => e.name === "PaymentClaimed")!
+
+/** A maker's reveal seen in a block not final yet: its Fill digest, the secret and the hashlock it opens. */
+export interface SeenReveal {
+  readonly fillDigest: Hex
+  readonly hashlock: Hex
+  readonly secret: Hex
+  readonly txHash: Hex
+  readonly blockNumber: bigint
+}
+
+/** The reveals (`PaymentClaimed`) among decoded events, the hashlock computed from the secret as the escrow does. */
+export const revealsOf = (evs: ReadonlyArray<IndexedEventV2>): Array<SeenReveal> =>
+  evs.flatMap(({ decoded: e, txHash, blockNumber }) =>
+    e.eventName === "PaymentClaimed"
+      ? [
+          {
+            fillDigest: lc(e.args.fillDigest),
+            hashlock: lc(keccak256(e.args.secret)),
+            secret: lc(e.args.secret),
+            txHash: lc(txHash),
+            blockNumber,
+          },
+        ]
+      : [],
+  )
+
 /** The rows a page reads or writes. Balances of owners known only from a lock row: `balanceOwnersOf`. */
 export const touchedKeysV2 = (evs: ReadonlyArray<IndexedEventV2>): TouchedKeysV2 => {
   const k: TouchedKeysV2 = { orders: new Set(), balances: new Set(), locks: new Set(), payments: new Set() }

@@ -5,8 +5,8 @@
  * facts, so a crash anywhere loses nothing (an action taken shows up as a key column, an outcome or an index row).
  *
  * What differs from v1: the maker holds the secret. The service never has one before it is public, so it never
- * reveals: after the payment is final it waits for the MAKER's own claimPayment (the index's secret), then relays
- * claim(digest, secret) on the maker chain. The payment is ONE payTake for the whole take, relayed only when every
+ * reveals: after the payment is final it waits for the MAKER's own claimPayment, then relays claim(digest, secret)
+ * on the maker chain as soon as that reveal is mined (its secret opens the hashlock whatever becomes of its block). The payment is ONE payTake for the whole take, relayed only when every
  * lock of the take is final and the take's pay key has authorised it, and never after payBy; its relayer key is
  * the take's (`settle:take:<take id>:payTake`), stored in each fill's pay key column, and its calldata is the same
  * whichever fill submits it (the relayer deduplicates by key). cancelLock needs the pay key's CancelFill signature.
@@ -41,8 +41,16 @@ export interface FillFactsV2 {
   readonly lock: LockFact | null
   /** escrow_v2_payments on the taker venue (finalized), or null. */
   readonly payment: PaymentFact | null
-  /** A public secret of this digest from the index (escrow_v2_secrets, or a lock/payment row), or null. */
+  /**
+   * A public secret of this digest: from the index (escrow_v2_secrets, or a lock/payment row), else from the maker's
+   * reveal mined on the taker chain and not final yet (escrow_v2_seen_secrets); or null.
+   */
   readonly secret: string | null
+  /**
+   * The maker's claimPayment is mined on the taker chain (escrow_v2_seen_secrets): the payment is claimed at the
+   * latest block even while the index, final events only, still shows it held.
+   */
+  readonly revealMined: boolean
   /** Chain seconds. payBy: last second payTake may be included; the same for every fill of the take. */
   readonly payBy: bigint
   readonly makerExpiry: bigint
@@ -199,6 +207,8 @@ export const decideV2 = (facts: FillFactsV2): Action => {
       return wait("the payment is not indexed")
     }
     if (secret === null) return wait("the secret is not indexed")
+    // The maker's own claimPayment is mined and not final: relaying one more would only revert.
+    if (f.revealMined && f.takerNow < f.takerExpiry) return wait("the maker's reveal is mined; not final yet")
     return drive(f, "claimPayment", { retry: f.takerNow < f.takerExpiry })
   }
 

@@ -50,6 +50,8 @@ export interface SettlingFillV2 extends FillRow {
   readonly payment_state: "held" | "claimed" | "refunded" | null
   readonly payment_secret: string | null
   readonly public_secret: string | null
+  /** The maker's reveal mined on the taker chain, not necessarily final (escrow_v2_seen_secrets), or null. */
+  readonly seen_secret: string | null
   readonly outcomes: SettlingFill["outcomes"]
 }
 
@@ -71,6 +73,8 @@ const SETTLING_V2_COLUMNS = `f.id, f.created_at::text as created_key, f.take_id,
   l.state as lock_state, l.secret as lock_secret, p.state as payment_state, p.secret as payment_secret,
   (select s.secret from escrow_v2_secrets s where s.fill_digest = f.fill_digest
      and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret,
+  (select r.secret from escrow_v2_seen_secrets r where r.venue = f.taker_venue and r.fill_digest = f.fill_digest
+     and r.hashlock = lower(f.hashlock)) as seen_secret,
   ${OUTCOMES_COLUMN}`
 
 /** The nonfinal v2 fills settlement drives, oldest first, as a query over `where` (its own conditions). */

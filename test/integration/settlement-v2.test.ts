@@ -17,6 +17,7 @@ import { settleRequestsAtRest } from "../support/Rows.ts"
 import {
   fresh,
   M,
+  miningPaused,
   newMakerV2,
   PAYER,
   pass,
@@ -395,6 +396,42 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       expect([...crashed].sort()).toEqual(keys.map((k) => k.idempotency_key).sort())
       // Exactly one effect per step: the maker escrow paid amount_out once; the payee got amount_in once.
       expect(yield* balanceOf(hl, hl.escrowV2!)).toBe(escrowHl0 - 600_000n)
+      expect(yield* balanceOf(aster, maker.payee)).toBe(600_000n)
+    }),
+  )
+
+  it.effect("the claim goes out when the maker's reveal is mined, before the reveal is final", () =>
+    Effect.gen(function* () {
+      const { hl, aster } = yield* SettleV2Env
+      const sql = yield* SqlClient.SqlClient
+      const maker = yield* newMakerV2(3, 5_000_000n)
+      const take = yield* newTake(maker, 2, 600_000n)
+      const digest = take.fills[0]!.digest.toLowerCase()
+      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+      yield* authorizePayment(aster, take, take.payKey)
+      yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
+      // The taker chain stops making blocks: the reveal is mined (automine) and stays the latest block, never final.
+      miningPaused.add(aster)
+      yield* Effect.gen(function* () {
+        yield* revealV2(maker, take.fills[0]!.digest, 2)
+        const revealBlock = yield* Effect.promise(() => aster.pub.getBlockNumber({ cacheTime: 0 }))
+        // Delivered on the maker chain from the mined reveal; the lock's claim turns final there, the payment's
+        // claim cannot here: the fill waits in `claimed` and relays no claimPayment of its own.
+        yield* settleUntil("claimed", allIn(take.takeId, ["claimed"]))
+        expect(yield* balanceOf(hl, take.recipient)).toBe(600_000n)
+        expect(yield* Effect.promise(() => aster.pub.getBlockNumber({ cacheTime: 0 }))).toBe(revealBlock)
+        // The index has the maker chain's Claimed (final there), not the reveal.
+        expect(
+          yield* sql`select 1 from escrow_v2_secrets where fill_digest = ${digest} and event = 'PaymentClaimed'`,
+        ).toHaveLength(0)
+        expect(yield* sql`select 1 from escrow_v2_seen_secrets where fill_digest = ${digest}`).toHaveLength(1)
+        yield* pass
+        expect(yield* allIn(take.takeId, ["claimed"])).toBe(true)
+      }).pipe(Effect.ensuring(Effect.sync(() => miningPaused.delete(aster))))
+      yield* settleUntil("settled", allIn(take.takeId, ["settled"]))
+      const claimPayments = yield* sql`select 1 from relayer_requests
+        where idempotency_key like ${`%${take.fills[0]!.id}%claimPayment%`}`
+      expect(claimPayments).toHaveLength(0)
       expect(yield* balanceOf(aster, maker.payee)).toBe(600_000n)
     }),
   )

@@ -35,6 +35,7 @@ const fill = (over: Partial<FillFactsV2> = {}): FillFactsV2 => ({
   payAuthorized: false,
   cancelSigned: false,
   takeCancelling: false,
+  revealMined: false,
   ...over,
 })
 
@@ -114,6 +115,37 @@ describe("settlement v2 step: the happy path", () => {
     expect(decideV2(fill({ state: "claimed", lock, payment: { state: "refunded", secret: null } }))).toMatchObject({
       _tag: "Finish",
       state: "refunded",
+    })
+  })
+})
+
+describe("settlement v2 step: the maker's reveal mined, not final yet", () => {
+  const p = merge(sent("lock", "final"), sent("pay", "final"))
+  const mined = { secret: SECRET, revealMined: true } as const
+
+  it("the claim goes out at once: the secret opens the hashlock whatever becomes of the reveal's block", () => {
+    expect(decideV2(fill({ state: "paid", ...p, lock: locked, payment: held, ...mined }))).toEqual(
+      submit("claim", "claiming"),
+    )
+  })
+
+  it("the lock claimed while the index still shows the payment held: no claimPayment of ours until takerExpiry", () => {
+    const lock = { state: "claimed", secret: SECRET } as const
+    const c = merge(p, sent("claim", "final"))
+    expect(decideV2(fill({ state: "claimed", ...c, lock, payment: held, ...mined }))).toEqual({
+      _tag: "Wait",
+      why: "the maker's reveal is mined; not final yet",
+    })
+    // Past takerExpiry (a reveal re-organised away and never mined again): as before, one try without retries.
+    expect(decideV2(fill({ state: "claimed", ...c, lock, payment: held, ...mined, ...at(1020n) }))).toEqual(
+      submit("claimPayment", null),
+    )
+    // The reveal final: the payment claimed in the index, settled.
+    const revealed = { state: "claimed", secret: SECRET } as const
+    expect(decideV2(fill({ state: "claimed", ...c, lock, payment: revealed, secret: SECRET }))).toEqual({
+      _tag: "Finish",
+      state: "settled",
+      error: null,
     })
   })
 })
