@@ -24,7 +24,8 @@ import type { Watcher } from "./SettleV2Watch.ts"
  *   rawOrder:  the order (funded on the maker escrow, operator = the take's own key) and the payer's tokens; its set
  *              is made inactive at once so the service never routes a take to it.
  *   rawSign:   the signed take (Fills, permit), just before the run: payBy is 120 s after the chain's clock.
- *   runRaw:    lock → final → PayTake signed, payTake → final → claimPayment (reveal) → final → claim.
+ *   runRaw:    lock → final → PayTake signed, payTake → final → claimPayment (reveal) mined → claim (the secret is
+ *              public once the reveal is mined; nothing waits for the reveal's finality).
  */
 const ETH = 10n ** 18n
 const fresh = () => privateKeyToAccount(generatePrivateKey())
@@ -138,7 +139,7 @@ export const runRaw = async (s: V2Stack, w: Watcher, r: RawTake) => {
     aster,
     await send(w, aster, r.operator, aster.escrowV2!, payTakeCall([r.fill], [r.fillSig], auth, r.permit)),
   )
-  await w.finalOn(aster, await send(w, aster, r.payee, aster.escrowV2!, claimPaymentV2Call(r.digest, r.secret)))
+  await send(w, aster, r.payee, aster.escrowV2!, claimPaymentV2Call(r.digest, r.secret))
   await send(w, hl, r.operator, hl.escrowV2!, claimV2Call(r.digest, r.secret))
   return { digest: r.digest, start, end: performance.now() }
 }

@@ -13,9 +13,9 @@
  *            and n takers signed in beforehand. Each party's reaction is printed apart, from the chains' blocks as
  *            this process first saw them (test/bench/SettleV2Watch.ts, 20 ms): service lock = Locked mined −
  *            signatures posted; taker authorisation = PayTake accepted − lock final; payTake = Paid mined − PayTake
- *            accepted; maker reveal = PaymentClaimed mined − payment final; claim = Claimed mined − reveal final (the
- *            service claims from its index, which holds final events only). First signature → recipient credit =
- *            Claimed mined − signatures posted.
+ *            accepted; maker reveal = PaymentClaimed mined − payment final; claim = Claimed mined − reveal mined (the
+ *            service claims from the reveal it sees above the finalized head, actors/EscrowV2Ingest.ts). First
+ *            signature → recipient credit = Claimed mined − signatures posted.
  *   raw:     the same protocol, same safe order, by funded keys with viem, each take its own order and keys
  *            (test/bench/SettleV2Raw.ts); from lock sent to Claimed mined.
  *
@@ -163,8 +163,8 @@ const program = Effect.gen(function* () {
       )
       console.log(
         line(
-          "claim after reveal final (Claimed mined)",
-          timed.map((t) => claimedAt(t.digest) - w.final(aster, block("PaymentClaimed", t.digest))),
+          "claim after reveal mined (Claimed mined)",
+          timed.map((t) => claimedAt(t.digest) - w.at(aster, block("PaymentClaimed", t.digest))),
         ),
       )
       console.log(line("service: first signature → recipient credit", service))
