@@ -68,6 +68,23 @@ const withRelayer = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return yield* effect.pipe(Effect.ensuring(Fiber.interrupt(fiber)))
   })
 
+/** A relayer request under `key`: mint 1 token unit to the address numbered `to`. */
+const submitMint = (key: string, to: number) =>
+  Effect.gen(function* () {
+    const c = yield* TestChainTag
+    const r = yield* Relayer
+    return yield* r.submit({
+      idempotencyKey: key,
+      venue: "hyperliquid",
+      to: c.token,
+      data: encodeFunctionData({
+        abi: mockUSDCAbi,
+        functionName: "mint",
+        args: [`0x${to.toString(16).padStart(40, "0")}` as Address, 1n],
+      }),
+    })
+  })
+
 const heal = Effect.sync(() => {
   control.mode = "ok"
 })
@@ -137,22 +154,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("chain faults
   it.effect("32 pending transactions make the service not ready; draining them makes it ready", () =>
     withWatcher(
       Effect.gen(function* () {
-        const c = yield* TestChainTag
         const r = yield* Relayer
         yield* healthBecomes(200, 20)
         const keys = Array.from({ length: 32 }, (_, i) => `queue-${i}`)
-        yield* Effect.forEach(keys, (k, i) =>
-          r.submit({
-            idempotencyKey: k,
-            venue: "hyperliquid",
-            to: c.token,
-            data: encodeFunctionData({
-              abi: mockUSDCAbi,
-              functionName: "mint",
-              args: [`0x${(0xc0de00 + i).toString(16).padStart(40, "0")}` as Address, 1n],
-            }),
-          }),
-        )
+        yield* Effect.forEach(keys, (k, i) => submitMint(k, 0xc0de00 + i))
         const down = yield* healthBecomes(503, 5)
         expect(down.pending_transactions).toBe(32)
         expect(down.chains[0]!.ready).toBe(true)
@@ -169,19 +174,8 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("chain faults
 
   it.effect("the tip is asked for directly; a node without the method gets viem's fallback", () =>
     Effect.gen(function* () {
-      const c = yield* TestChainTag
       const r = yield* Relayer
-      const mint = (k: string, i: number) =>
-        r.submit({
-          idempotencyKey: k,
-          venue: "hyperliquid",
-          to: c.token,
-          data: encodeFunctionData({
-            abi: mockUSDCAbi,
-            functionName: "mint",
-            args: [`0x${(0xf00d00 + i).toString(16).padStart(40, "0")}` as Address, 1n],
-          }),
-        })
+      const mint = (k: string, i: number) => submitMint(k, 0xf00d00 + i)
       const included = (k: string) => withRelayer(r.awaitOutcome(k, { until: "included", timeout: "30 seconds" }))
       yield* mint("tip-direct", 1)
       control.calls.clear()
