@@ -164,7 +164,7 @@ export const settleTakeV2 = <E, R>(
           lock: f.lock_state === null ? null : { state: f.lock_state, secret: f.lock_secret },
           payment: f.payment_state === null ? null : { state: f.payment_state, secret: f.payment_secret },
           secret: f.public_secret ?? f.seen_secret,
-          revealMined: f.seen_secret !== null,
+          revealMined: f.reveal_pending,
           payBy: BigInt(f.pay_by),
           makerExpiry: BigInt(f.maker_expiry),
           takerExpiry: BigInt(f.taker_expiry),

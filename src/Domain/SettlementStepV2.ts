@@ -47,8 +47,10 @@ export interface FillFactsV2 {
    */
   readonly secret: string | null
   /**
-   * The maker's claimPayment is mined on the taker chain (escrow_v2_seen_secrets): the payment is claimed at the
-   * latest block even while the index, final events only, still shows it held.
+   * The maker's claimPayment is mined on the taker chain above the height its index has taken in (final events
+   * only): the payment is claimed at the latest block though the index still shows it held. A reveal at or below
+   * that height that the index does not show was re-organised away: then false, and the step relays claimPayment
+   * with the secret itself (anyone may), as for any public secret.
    */
   readonly revealMined: boolean
   /** Chain seconds. payBy: last second payTake may be included; the same for every fill of the take. */

@@ -52,6 +52,8 @@ export interface SettlingFillV2 extends FillRow {
   readonly public_secret: string | null
   /** The maker's reveal mined on the taker chain, not necessarily final (escrow_v2_seen_secrets), or null. */
   readonly seen_secret: string | null
+  /** That reveal's block is above the height the taker chain's index has taken in (final events only). */
+  readonly reveal_pending: boolean
   readonly outcomes: SettlingFill["outcomes"]
 }
 
@@ -75,6 +77,9 @@ const SETTLING_V2_COLUMNS = `f.id, f.created_at::text as created_key, f.take_id,
      and s.venue in (f.maker_venue, f.taker_venue) limit 1) as public_secret,
   (select r.secret from escrow_v2_seen_secrets r where r.venue = f.taker_venue and r.fill_digest = f.fill_digest
      and r.hashlock = lower(f.hashlock)) as seen_secret,
+  exists (select from escrow_v2_seen_secrets r join escrow_v2_cursor c on c.venue = r.venue
+    where r.venue = f.taker_venue and r.fill_digest = f.fill_digest and r.block_number > c.indexed_block)
+    as reveal_pending,
   ${OUTCOMES_COLUMN}`
 
 /** The nonfinal v2 fills settlement drives, oldest first, as a query over `where` (its own conditions). */

@@ -136,7 +136,7 @@ describe("settlement v2 step: the maker's reveal mined, not final yet", () => {
       _tag: "Wait",
       why: "the maker's reveal is mined; not final yet",
     })
-    // Past takerExpiry (a reveal re-organised away and never mined again): as before, one try without retries.
+    // Past takerExpiry: as before, one try without retries.
     expect(decideV2(fill({ state: "claimed", ...c, lock, payment: held, ...mined, ...at(1020n) }))).toEqual(
       submit("claimPayment", null),
     )
