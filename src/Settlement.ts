@@ -4,23 +4,59 @@
  * actors/SettlementV2.ts, rows src/Settlement/Repo.ts and RepoV2.ts); other concepts only
  * - wake a take's entity after a commit that gives it work (a signed take, a payment authorisation, a cancel),
  * - read a maker identity's fade record (routing, the identity's view),
- * - read a taker's locks left unpaid (a new take is refused over the limit).
+ * - read a taker's locks left unpaid (a new take is refused over the limit),
+ * - wait for the escrow index's next page of a venue (a payment authorisation held until the locks are final here).
  * The repository functions stay exported for the actors, which call them inside their own transactions.
  */
 import { Sharding } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Deferred, Effect, Exit, FiberId, Layer, Option, Schedule, Stream } from "effect"
 import { wakeIfClustered } from "./Cluster/KeyedWakes.ts"
 import { AppConfig } from "./Config.ts"
 import { Settlement as SettlementEntity } from "./Settlement/Entity.ts"
+import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "./Settlement/Repo.ts"
 import { identityFades, takerUnpaidLocks } from "./Settlement/RepoV2.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 
 export class Settlement extends Effect.Service<Settlement>()("Settlement", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const { deployment } = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
     const sharding = yield* Effect.serviceOption(Sharding.Sharding)
+
+    // One latch per venue, opened and dropped by the venue's next escrow_indexed notification (every runner's
+    // watcher sends it through PostgreSQL after a page commits). A lost connection re-listens; a notification
+    // missed meanwhile costs its waiters their bound, never a wrong answer (they re-read the rows).
+    const latches = new Map<string, Deferred.Deferred<void>>()
+    yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(
+      Stream.runForEach((payload) =>
+        Effect.sync(() => {
+          const venue = parseEscrowIndexed(payload).venue
+          const latch = latches.get(venue)
+          latches.delete(venue)
+          if (latch !== undefined) Deferred.unsafeDone(latch, Exit.void)
+        }),
+      ),
+      Effect.retry(Schedule.spaced("1 second")),
+      Effect.forkScoped,
+    )
+
+    /**
+     * Taken, an effect that completes at the venue's next committed escrow index page (v1 or v2, any runner). Take
+     * it before reading rows a page may change and await it after the read: a page committed in between completes
+     * it, so none is missed. Never fails; the caller bounds the wait.
+     */
+    const nextIndexed = (venue: string) =>
+      Effect.sync(() => {
+        let latch = latches.get(venue)
+        if (latch === undefined) {
+          latch = Deferred.unsafeMake<void>(FiberId.none)
+          latches.set(venue, latch)
+        }
+        return Deferred.await(latch)
+      })
 
     /**
      * Wakes the take's settlement entity, after the caller's transaction committed. Never fails and does not wait
@@ -48,7 +84,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       )
     })
 
-    return { wake, identityFades: identityFadesOf, takerUnpaidLocks: takerUnpaidLocksOf } as const
+    return { wake, nextIndexed, identityFades: identityFadesOf, takerUnpaidLocks: takerUnpaidLocksOf } as const
   }),
 }) {
   /** The service on a throw-away database (SqlTest); the test gives the AppConfig (and a cluster, to see wakes). */

@@ -245,7 +245,8 @@ export class Takes extends Effect.Service<Takes>()("Takes", {
         })
       }
       if (s.pay_authorization !== undefined) {
-        yield* run(acceptPayAuthorization(view, master, s.pay_authorization))
+        // The locks are the maker chain's (fills.maker_venue is the take's `to`).
+        yield* run(acceptPayAuthorization(view, master, s.pay_authorization, settlement.nextIndexed(view.take.to)))
       } else if (s.cancels !== undefined) {
         yield* run(acceptCancels(view, master, s.cancels))
       } else if (s.permit === undefined || s.fills === undefined) {

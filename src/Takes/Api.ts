@@ -241,8 +241,10 @@ export class TakesApi extends HttpApiGroup.make("takes")
           "answer the same take (200). After pay_deadline (or once the take ended otherwise): 409 STATE_CONFLICT. " +
           "Settlement v2, the pay key's signatures instead (one kind per request): `pay_authorization` = the " +
           "`pay_authorization` item of `to_sign` (PayTake over the take's Fill digests, offered once every lock is " +
-          "final, until payBy) signed by the pay key: stored once (a repeat answers 200 unchanged); before every " +
-          "lock is final or after payBy 409 STATE_CONFLICT; another signer 422 SIGNATURE_INVALID. `cancels`: " +
+          "final, until payBy) signed by the pay key: stored once (a repeat answers 200 unchanged); posted before " +
+          "every lock is final in the service's index, it is held up to 2 s for the index's next page of the " +
+          "maker venue, then 409 STATE_CONFLICT, retryable; after payBy 409 STATE_CONFLICT; another signer 422 " +
+          "SIGNATURE_INVALID. `cancels`: " +
           "{fill_id, signature} of CancelFill(Fill digest) by the pay key in the `to` v2 escrow's domain; a fill " +
           "keeps its first cancel; the service relays it only on the abort path (no payment by payBy).",
       ),

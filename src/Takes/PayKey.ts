@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
 import type { Address, Hex } from "viem"
 import { InvalidRequest, NotFound, SignatureInvalid, StateConflict } from "../Domain/Errors.ts"
 import { cancelFillTypedData, payTakeTypedData } from "../Domain/EscrowTypedDataV2.ts"
@@ -34,12 +34,55 @@ const storedFills = (view: TakeWithSignItems) =>
     }))
 
 /**
- * The pay key's PayTake: must recover to the take's pay key over exactly its Fill digests (422 otherwise). Stored
- * once: a take already authorised answers unchanged. Before every lock is final in the v2 index: 409 with
- * `retryable: true`; after payBy, or once the pay key cancelled any fill of the take (one payTake pays every fill,
- * and a cancelled lock is being released): 409, not retryable; nothing stored either way.
+ * How long a PayTake posted before every lock is final in the service's index waits for it. The client posts when its
+ * own endpoint shows the locks final, usually a watcher poll ahead of the index; held, it is answered as soon as the
+ * index commits the page (no 409, no client retry). Past this, 409 retryable as before: the index is not just a poll
+ * behind, and a request is not held open for long.
  */
-export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, given: string) =>
+export const PAY_AUTHORIZATION_HOLD = Duration.seconds(2)
+
+/**
+ * authorizePay, re-read at each committed index page of the maker venue while its answer is LocksNotFinal, for at
+ * most PAY_AUTHORIZATION_HOLD. `nextIndexed` (Settlement.nextIndexed) is taken before each read, so a page committed
+ * during the read wakes the wait at once. Nothing is held meanwhile: no transaction, no row lock.
+ */
+const authorizeWhenIndexed = (
+  p: { readonly takeId: string; readonly master: string; readonly signature: string },
+  nextIndexed: Effect.Effect<Effect.Effect<void>>,
+) =>
+  Effect.gen(function* () {
+    const start = yield* Clock.currentTimeMillis
+    const deadline = start + Duration.toMillis(PAY_AUTHORIZATION_HOLD)
+    for (let reads = 1; ; reads++) {
+      const page = yield* nextIndexed
+      const outcome = yield* authorizePay(p).pipe(Effect.orDie)
+      const now = yield* Clock.currentTimeMillis
+      const done =
+        outcome._tag !== "LocksNotFinal" ||
+        now >= deadline ||
+        Option.isNone(yield* Effect.timeoutOption(page, Duration.millis(deadline - now)))
+      if (done) {
+        // On the request's span: how long it was held and how many reads that took (units: ms, reads).
+        const held = (yield* Clock.currentTimeMillis) - start
+        yield* Effect.annotateCurrentSpan({ "take.pay_hold_ms": held, "take.pay_hold_reads": reads })
+        return outcome
+      }
+    }
+  })
+
+/**
+ * The pay key's PayTake: must recover to the take's pay key over exactly its Fill digests (422 otherwise). Stored
+ * once: a take already authorised answers unchanged. Before every lock is final in the v2 index it is held for up to
+ * PAY_AUTHORIZATION_HOLD (authorizeWhenIndexed), then 409 with `retryable: true`; after payBy, or once the pay key
+ * cancelled any fill of the take (one payTake pays every fill, and a cancelled lock is being released): 409, not
+ * retryable; nothing stored either way. `nextIndexed`: the maker venue's next index page (Settlement.nextIndexed).
+ */
+export const acceptPayAuthorization = (
+  view: TakeWithSignItems,
+  master: string,
+  given: string,
+  nextIndexed: Effect.Effect<Effect.Effect<void>>,
+) =>
   Effect.gen(function* () {
     const payKey = yield* v2Take(view)
     const fills = storedFills(view)
@@ -58,13 +101,13 @@ export const acceptPayAuthorization = (view: TakeWithSignItems, master: string, 
       })
     }
     if (view.take.pay_authorized_at != null) return
-    const outcome = yield* authorizePay({ takeId: view.take.id, master, signature }).pipe(Effect.orDie)
+    const outcome = yield* authorizeWhenIndexed({ takeId: view.take.id, master, signature }, nextIndexed)
     switch (outcome._tag) {
       case "Missing":
         return yield* new NotFound({ message: "no such take" })
       case "LocksNotFinal":
-        // Retryable: the client read the locks final on its own endpoint and this service's index can be a block
-        // or a restart behind it; the same request succeeds once the index catches up (until payBy).
+        // Retryable: the client read the locks final on its own endpoint and this service's index is still behind
+        // it after the hold (a restart, a failing node); the same request succeeds once it catches up (until payBy).
         return yield* new StateConflict({
           message: "not every lock of the take is final yet here; retry the same request shortly",
           retryable: true,

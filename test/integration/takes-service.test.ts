@@ -7,14 +7,16 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, TestClock, TestContext } from "effect"
 import { createPublicClient, type Hex, http, keccak256, toHex, zeroHash } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { payTakeTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
+import { notifyEscrowIndexed } from "../../src/Settlement/Repo.ts"
 import { Settlement } from "../../src/Settlement.ts"
+import { PAY_AUTHORIZATION_HOLD } from "../../src/Takes/PayKey.ts"
 import { type CreateTakeInput, Takes } from "../../src/Takes.ts"
 import { startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
@@ -77,6 +79,17 @@ const failure = <A, E>(exit: Exit.Exit<A, E>) =>
     : ["no failure", Exit.isFailure(exit) ? String(exit.cause) : "succeeded"]
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
+
+/** The effect on a test clock of its own (the suite runs on the live clock: chains and database). */
+const onTestClock = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, TestContext.TestContext)
+
+/** Until a forked call waits on the test clock (a held payment authorisation): 10 ms polls, at most 10 s real. */
+const heldOnClock = Effect.gen(function* () {
+  for (let i = 0; Chunk.isEmpty(yield* TestClock.sleeps()); i++) {
+    if (i === 1_000) return yield* Effect.dieMessage("the call never waited on the clock")
+    yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
+  }
+})
 
 /** Rows every write of a take touches. */
 const counts = Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -372,7 +385,15 @@ describe("Takes service", () => {
           expect(
             failure(yield* Effect.exit(takes.authorizePay(t.master, created.take.id, yield* payTake(fresh())))),
           ).toEqual(["SignatureInvalid", "the payment authorisation is not the pay key's over this take's Fills"])
-          const early = yield* Effect.exit(takes.authorizePay(t.master, created.take.id, yield* payTake(payKey)))
+          // Held for the index (PAY_AUTHORIZATION_HOLD), then refused: no page of the maker venue came.
+          const early = yield* onTestClock(
+            Effect.gen(function* () {
+              const held = yield* Effect.fork(takes.authorizePay(t.master, created.take.id, yield* payTake(payKey)))
+              yield* heldOnClock
+              yield* TestClock.adjust(PAY_AUTHORIZATION_HOLD)
+              return yield* Fiber.await(held)
+            }),
+          )
           expect(failure(early)).toEqual([
             "StateConflict",
             "not every lock of the take is final yet here; retry the same request shortly",
@@ -382,21 +403,31 @@ describe("Takes service", () => {
           })
           expect((yield* stored)[0]!.pay_authorization).toBeNull()
 
-          // The fill's lock final and `locked` in the v2 index (as the watcher writes it): the take offers the pay
-          // key's item, and the authorisation is stored once with its journal row.
-          yield* sql`
-            insert into escrow_v2_locks (venue, fill_digest, state, order_key, owner, order_id, sequence, payer,
-              recipient, amount_in, amount_out, dex, to_margin, hashlock, hashlock_index, expiry, taker_expiry,
-              pay_key, pay_by, created_block, tx_hash, block_number, block_hash)
-            select f.maker_venue, f.fill_digest, 'locked', ${keccak256(orderId)}, f.fill->>'owner', f.order_id,
-              f.sequence, f.payer, f.recipient, f.amount_in, f.amount_out, 0, true, f.hashlock, f.hashlock_index,
-              f.maker_expiry, f.taker_expiry, t.pay_key_address, f.pay_by, 1, ${zeroHash}, 1, ${zeroHash}
-            from fills f join takes t on t.id = f.take_id where f.take_id = ${created.take.id}::uuid`
-          const offered = yield* takes.get(t.master, created.take.id)
-          expect(offered.toSign.map((i) => i.kind)).toEqual(["permit", "margin_move", "pay_authorization"])
-          expect(offered.toSign[2]!.signer).toBe(payKey.address.toLowerCase())
+          // Posted before the index has the lock, the authorisation waits for the venue's next index page.
           const signature = yield* payTake(payKey)
-          const authorized = yield* takes.authorizePay(t.master, created.take.id, signature)
+          const authorized = yield* onTestClock(
+            Effect.gen(function* () {
+              const waiting = yield* Effect.fork(takes.authorizePay(t.master, created.take.id, signature))
+              yield* heldOnClock
+              // The fill's lock final and `locked` in the v2 index (as the watcher writes it): the take offers the pay
+              // key's item, and the authorisation is stored once with its journal row.
+              yield* sql`
+                insert into escrow_v2_locks (venue, fill_digest, state, order_key, owner, order_id, sequence, payer,
+                  recipient, amount_in, amount_out, dex, to_margin, hashlock, hashlock_index, expiry, taker_expiry,
+                  pay_key, pay_by, created_block, tx_hash, block_number, block_hash)
+                select f.maker_venue, f.fill_digest, 'locked', ${keccak256(orderId)}, f.fill->>'owner', f.order_id,
+                  f.sequence, f.payer, f.recipient, f.amount_in, f.amount_out, 0, true, f.hashlock, f.hashlock_index,
+                  f.maker_expiry, f.taker_expiry, t.pay_key_address, f.pay_by, 1, ${zeroHash}, 1, ${zeroHash}
+                from fills f join takes t on t.id = f.take_id where f.take_id = ${created.take.id}::uuid`
+              const offered = yield* takes.get(t.master, created.take.id)
+              expect(offered.toSign.map((i) => i.kind)).toEqual(["permit", "margin_move", "pay_authorization"])
+              expect(offered.toSign[2]!.signer).toBe(payKey.address.toLowerCase())
+              expect(yield* Fiber.poll(waiting)).toEqual(Option.none())
+              // The watcher's notification after the page commits wakes it (no clock moved).
+              yield* notifyEscrowIndexed(created.take.to, [moves[0]!.digest!.toLowerCase()])
+              return yield* Fiber.join(waiting)
+            }),
+          )
           expect(authorized.take.pay_authorized_at).not.toBeNull()
           expect((yield* stored)[0]!.pay_authorization).toBe(signature.toLowerCase())
           const again = yield* takes.authorizePay(t.master, created.take.id, signature)
