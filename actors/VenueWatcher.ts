@@ -264,10 +264,20 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
           latched = true
         }
       }
-      // Never ingest on top of a latched alarm: the index stays as it was for the investigation.
-      const cursor =
-        latched || heads.finalized.number <= row.indexedBlock ? row.indexedBlock : yield* ingestUpTo(row, heads)
-      if (!latched && ingestV2 !== undefined) yield* ingestV2(heads.finalized, heads.latest.number)
+      // Never ingest on top of a latched alarm: the index stays as it was for the investigation. The v1 and v2
+      // indexes have their own cursors, tables and transactions, so they ingest side by side: a v2 step's finality
+      // does not wait for the v1 page. Both run to their end; a failure is reported v1 first, as when they ran in turn.
+      const [v1, v2] = yield* Effect.all(
+        [
+          latched || heads.finalized.number <= row.indexedBlock
+            ? Effect.succeed(row.indexedBlock)
+            : ingestUpTo(row, heads),
+          latched || ingestV2 === undefined ? Effect.void : ingestV2(heads.finalized, heads.latest.number),
+        ],
+        { concurrency: 2, mode: "either" },
+      )
+      const cursor = yield* v1
+      yield* v2
       const now = yield* Clock.currentTimeMillis
       if (lastHead === undefined) {
         lastHead =

@@ -5,6 +5,7 @@ import {
   type Abi,
   type Address,
   createWalletClient,
+  custom,
   getAddress,
   type Hex,
   http,
@@ -16,7 +17,7 @@ import type { PrivateKeyAccount } from "viem/accounts"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
-import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { ChainClients, type ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
 import { decodeV2Logs } from "../../src/Chain/EscrowIndexV2.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
@@ -36,7 +37,7 @@ import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { CursorMoved, chainStatus } from "../../src/Escrow/ChainIndex.ts"
 import { ingestV2Page, v2Cursor } from "../../src/Escrow/ChainIndexV2.ts"
-import { account, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { account, mine, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
@@ -373,5 +374,39 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
         yield* catchUp(0)
         expect(yield* rows("escrow_v2_locks", "hyperliquid")).toEqual(snapshot[1])
       }),
+  )
+
+  it.effect("a v1 page that fails does not hold the v2 index back: the two ingest side by side", () =>
+    Effect.gen(function* () {
+      const { m } = yield* TwoChains
+      const { deployment } = yield* AppConfig
+      const venue = deployment.venues[0]!
+      yield* catchUp(0)
+      yield* Effect.promise(() => mine(m, 3))
+      // The node refuses the v1 escrow's logs (a terminal error: no retry); every other call is forwarded.
+      const v1 = venue.escrow.toLowerCase()
+      const refusingV1: ChainTransportFactory = (v) => {
+        const upstream = http(v.rpc_urls[0], { retryCount: 0 })({ retryCount: 0 })
+        return custom({
+          request: ({ method, params }) => {
+            const filter = (params as Array<{ address?: string | Array<string> }> | undefined)?.[0]
+            const addresses = [filter?.address ?? []].flat().map((a) => a.toLowerCase())
+            if (method === "eth_getLogs" && addresses.includes(v1)) {
+              return Promise.reject(Object.assign(new Error("injected: v1 logs refused"), { code: -32601 }))
+            }
+            return upstream.request({ method, params } as never)
+          },
+        })
+      }
+      const before = (yield* chainStatus(venue.id))!.indexedBlock
+      const finalized = (yield* Effect.promise(() => m.pub.getBlock({ blockTag: "finalized" }))).number
+      expect(finalized).toBeGreaterThan(before)
+      const w = (yield* makeVenueWatcher(venue).pipe(Effect.provide(ChainClients.layerWith(refusingV1)))).handle
+      const failed = yield* Effect.flip(w.poll)
+      expect(String((failed as { message?: string }).message)).toContain("injected: v1 logs refused")
+      // The v1 cursor stayed; the v2 index reached the finalized head read by the same poll.
+      expect((yield* chainStatus(venue.id))!.indexedBlock).toBe(before)
+      expect((yield* v2Cursor(venue.id))!.indexedBlock).toBeGreaterThanOrEqual(finalized)
+    }),
   )
 })
