@@ -166,7 +166,8 @@ export const authorizePayment = async (
   try {
     await api.postSignatures(handle.takeId, { pay_authorization: auth.signature })
   } catch (e) {
-    // The service's own index can be behind the client's endpoint (409, retryable): "not yet", not a refusal.
+    // The service's own index can be behind the client's endpoint: it holds the request up to 2 s for the index,
+    // then answers 409, retryable: "not yet", not a refusal.
     if (e instanceof TakerApiError && e.retryable) return { ok: false, retry: true, problems: [] }
     throw e
   }
