@@ -5,7 +5,7 @@ import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
 import { ingestV2Page, initV2Cursor } from "../src/Escrow/ChainIndexV2.ts"
 import { recordSeenReveals } from "../src/Escrow/SeenReveals.ts"
-import { notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
+import { escrowIndexedNotification, notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
@@ -26,9 +26,10 @@ export const fillsNamed = (events: ReadonlyArray<IndexedEventV2>): ReadonlyArray
  * to the config later is indexed from its deployment block), up to the finalized head the watcher just read, in
  * pages of the watcher's size, one transaction per page (src/Escrow/ChainIndexV2.ts). Undefined when the venue
  * configures no `escrow_v2`. An RPC failure fails the poll like the v1 ingest's. A page with events wakes the
- * settlement entities of the takes it touched (notifyEscrowIndexed; each runner wakes the takes on its shards).
+ * settlement entities of the takes it touched (an escrow_indexed notification sent in the page's transaction; each
+ * runner wakes the takes on its shards).
  *
- * Then the blocks above the finalized head (at most a page) are scanned for makers' reveals (`PaymentClaimed`):
+ * Beside the pages, the blocks above the finalized head (at most a page) are scanned for makers' reveals (`PaymentClaimed`):
  * their secrets are stored at once (src/Escrow/SeenReveals.ts) and their takes woken, so the claim on the maker
  * chain goes out when the reveal is mined, not two or more blocks later when it is final (DESIGN §10: the secret is
  * public once mined and stays the hashlock's preimage whatever happens to its block). The scan only brings the
@@ -65,12 +66,18 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
           : Effect.void,
       ),
     )
-  return (finalized: { readonly number: bigint; readonly hash: Hex }, latest?: bigint) =>
+  /**
+   * The cursor as this watcher last read or moved it: read from the table once, then kept, so a poll spends no
+   * statement on it. Dropped on any failure, so the next poll reads the table again: a page from a stale cursor
+   * (another runner's watcher moved it during a hand-over) fails its guard with CursorMoved and writes nothing.
+   */
+  let known: bigint | undefined
+  const pages = (finalized: { readonly number: bigint; readonly hash: Hex }) =>
     Effect.gen(function* () {
-      const cursor = yield* initV2Cursor(venue.id, escrow, v2.deployment_block)
-      if (cursor === undefined) return
+      if (known === undefined) known = (yield* initV2Cursor(venue.id, escrow, v2.deployment_block))?.indexedBlock
+      if (known === undefined) return
       const started = yield* Clock.currentTimeMillis
-      let at = cursor.indexedBlock
+      let at = known
       while (at < finalized.number) {
         if ((yield* Clock.currentTimeMillis) - started > Duration.toMillis(INGEST_BUDGET)) break
         const from = at + 1n
@@ -88,13 +95,25 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         const toHash = to === finalized.number ? finalized.hash : yield* blockHash(to)
         if (toHash === null) return yield* Effect.die(new Error(`block ${to} not found`))
         const events = decodeV2Logs(logs.right, escrow)
-        yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events })
-        // After the page commits (a v1 page sends it with its journal row; a v2 page writes none): the takes'
-        // settlement entities act on a final v2 step at once rather than at its fallback beat; only the takes of the
-        // fills it names when every event names one. A crash between the two costs the beat (1 s).
-        if (events.length > 0) yield* notifyEscrowIndexed(venue.id, fillsNamed(events))
+        // In the page's transaction (delivered at its commit): the takes' settlement entities act on a final v2
+        // step at once rather than at their fallback beat; only the takes of the fills it names when every event
+        // names one. A held payment authorisation re-reads its locks on it (Settlement.nextIndexed).
+        const notify = events.length > 0 ? [escrowIndexedNotification(venue.id, fillsNamed(events))] : []
+        yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events, notify })
         at = to
+        known = to
       }
-      if (latest !== undefined) yield* scanReveals(finalized.number, latest)
-    })
+    }).pipe(Effect.tapErrorCause(() => Effect.sync(() => (known = undefined))))
+  /**
+   * The final pages and, beside them, the reveal scan above the finalized head (independent: other blocks, another
+   * table); the scan never fails, and a page's failure is the poll's once both ended.
+   */
+  return (finalized: { readonly number: bigint; readonly hash: Hex }, latest?: bigint) =>
+    Effect.flatMap(
+      Effect.all([pages(finalized), latest === undefined ? Effect.void : scanReveals(finalized.number, latest)], {
+        concurrency: 2,
+        mode: "either",
+      }),
+      ([paged]) => Effect.asVoid(paged),
+    )
 }

@@ -10,12 +10,14 @@ import {
   type IndexStateV2,
   touchedKeysV2,
 } from "../Chain/EscrowIndexV2.ts"
+import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
 
 /**
  * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
  * the cursor row moved first under the guard `indexed_block = fromBlock - 1` (a replayed or overlapping page fails
- * with CursorMoved and changes nothing), then the raw events, then the touched rows folded and written back.
+ * with CursorMoved and changes nothing), then the raw events, then the touched rows folded and written back, then
+ * the page's notifications.
  */
 
 export interface V2Cursor {
@@ -61,6 +63,8 @@ export interface IngestV2Page {
   readonly toBlock: bigint
   readonly toHash: Hex
   readonly events: ReadonlyArray<IndexedEventV2>
+  /** Sent in the page's transaction when it has events: delivered at commit, with no window after it. */
+  readonly notify?: ReadonlyArray<Notification>
 }
 
 const s = (n: bigint | number) => n.toString()
@@ -124,6 +128,13 @@ export const ingestV2Page = (
                 block_hash: x.blockHash,
               })),
             )} on conflict do nothing`
+        }
+        const notify = page.notify ?? []
+        if (notify.length > 0) {
+          yield* sql`
+            select pg_notify(n.channel, n.payload)
+            from unnest(${notify.map((n) => n.channel)}::text[], ${notify.map((n) => n.payload)}::text[])
+              as n(channel, payload)`
         }
         return events.length
       }),

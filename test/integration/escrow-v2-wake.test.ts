@@ -1,9 +1,11 @@
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Fiber, Ref, Stream } from "effect"
 import type { Hex } from "viem"
 import { makeEscrowV2Ingest } from "../../actors/EscrowV2Ingest.ts"
 import type { VenueConfig } from "../../src/Config.ts"
+import { CursorMoved } from "../../src/Escrow/ChainIndex.ts"
 import { v2Cursor } from "../../src/Escrow/ChainIndexV2.ts"
 import { ESCROW_INDEXED_CHANNEL, notifyEscrowIndexed } from "../../src/Settlement/Repo.ts"
 import { account } from "../support/ChainDevnet.ts"
@@ -12,12 +14,13 @@ import { fundV2Order, startV2Chain } from "../support/EscrowV2Chains.ts"
 import { pollUntil } from "../support/Poll.ts"
 
 /**
- * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL) after a committed page with v2 events (the v1
- * ingest sends it with its page's journal row, delivered at commit), so a final v2 step is acted on at once rather than at the sweep's fallback beat. This page holds an
+ * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL) with a page that has v2 events (sent in the
+ * page's transaction, delivered at commit, as the v1 ingest sends it with its page's journal row), so a final v2 step is acted on at once rather than at the sweep's fallback beat. This page holds an
  * order's event, which names no fill, so the payload is the venue alone (a page of lock and payment events names
  * its fills instead: test/unit/escrow-indexed-wake.test.ts).
  * Asserted on the notification itself (no timing): a real anvil chain with SettlementEscrowV2, a funded order, the
- * ingest run once to the finalized head.
+ * ingest run once to the finalized head. Then the cursor the ingest keeps between calls: moved by another writer,
+ * it costs one refused page, never a page applied twice.
  */
 layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("escrow v2 ingest wake-up", (it) => {
   it.scoped("a v2 page with events notifies escrow_indexed with the venue after it commits", () =>
@@ -66,6 +69,19 @@ layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("
       })
       expect(after.filter((v) => v === "hyperliquid")).toEqual(["hyperliquid"])
       yield* Fiber.interrupt(listener)
+
+      // The ingest keeps the cursor it moved. Another writer moved it meanwhile (a hand-over): the next page fails its
+      // guard and writes nothing; the call after reads the table again and goes on from there.
+      const sql = yield* SqlClient.SqlClient
+      const moved = finalized.number + 1n
+      yield* sql`update escrow_v2_cursor set indexed_block = ${moved.toString()} where venue = 'hyperliquid'`
+      yield* Effect.promise(() => chain.test.mine({ blocks: 3 }))
+      const next = yield* Effect.promise(() => chain.pub.getBlock({ blockTag: "finalized" }))
+      const head = { number: next.number, hash: next.hash as Hex }
+      expect(yield* Effect.flip(ingest(head))).toBeInstanceOf(CursorMoved)
+      expect((yield* v2Cursor("hyperliquid"))?.indexedBlock).toBe(moved)
+      yield* ingest(head)
+      expect((yield* v2Cursor("hyperliquid"))?.indexedBlock).toBe(next.number)
     }),
   )
 })
