@@ -29,11 +29,12 @@ export const fillsNamed = (events: ReadonlyArray<IndexedEventV2>): ReadonlyArray
  * settlement entities of the takes it touched (an escrow_indexed notification sent in the page's transaction; each
  * runner wakes the takes on its shards).
  *
- * Beside the pages, the blocks above the finalized head (at most a page) are scanned for makers' reveals (`PaymentClaimed`):
- * their secrets are stored at once (src/Escrow/SeenReveals.ts) and their takes woken, so the claim on the maker
- * chain goes out when the reveal is mined, not two or more blocks later when it is final (DESIGN §10: the secret is
- * public once mined and stays the hashlock's preimage whatever happens to its block). The scan only brings the
- * claim forward: when it fails, the poll goes on and the index delivers the secret at finality, as before.
+ * Beside the pages, the blocks above the finalized head (at most a page) are scanned for makers' reveals
+ * (`PaymentClaimed`): their secrets are stored at once (src/Escrow/SeenReveals.ts) and their takes woken, so the
+ * claim on the maker chain goes out when the reveal is mined, not two or more blocks later when it is final
+ * (DESIGN §10: the secret is public once mined and stays the hashlock's preimage whatever happens to its block). The
+ * scan only brings the claim forward: when it fails, the poll goes on and the index delivers the secret at
+ * finality, as before.
  */
 export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => {
   const v2 = venue.escrow_v2

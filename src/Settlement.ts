@@ -26,8 +26,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const pg = yield* PgClient.PgClient
     const sharding = yield* Effect.serviceOption(Sharding.Sharding)
 
-    // One latch per venue, opened and dropped by the venue's next escrow_indexed notification (every runner's
-    // watcher sends it through PostgreSQL after a page commits). A lost connection re-listens; a notification
+    // One latch per venue, opened and dropped by the venue's next escrow_indexed notification (any runner's watcher
+    // sends it through PostgreSQL; it is delivered when the page commits). A lost connection re-listens; a notification
     // missed meanwhile costs its waiters their bound, never a wrong answer (they re-read the rows).
     const latches = new Map<string, Deferred.Deferred<void>>()
     yield* pg.listen(ESCROW_INDEXED_CHANNEL).pipe(

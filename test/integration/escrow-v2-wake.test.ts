@@ -15,9 +15,10 @@ import { pollUntil } from "../support/Poll.ts"
 
 /**
  * The v2 ingest wakes the Settlement sweep (ESCROW_INDEXED_CHANNEL) with a page that has v2 events (sent in the
- * page's transaction, delivered at commit, as the v1 ingest sends it with its page's journal row), so a final v2 step is acted on at once rather than at the sweep's fallback beat. This page holds an
- * order's event, which names no fill, so the payload is the venue alone (a page of lock and payment events names
- * its fills instead: test/unit/escrow-indexed-wake.test.ts).
+ * page's transaction, delivered at commit, as the v1 ingest sends it with its page's journal row), so a final v2
+ * step is acted on at once rather than at the sweep's fallback beat. This page holds an order's event, which names
+ * no fill, so the payload is the venue alone (a page of lock and payment events names its fills instead:
+ * test/unit/escrow-indexed-wake.test.ts).
  * Asserted on the notification itself (no timing): a real anvil chain with SettlementEscrowV2, a funded order, the
  * ingest run once to the finalized head. Then the cursor the ingest keeps between calls: moved by another writer,
  * it costs one refused page, never a page applied twice.
