@@ -2,7 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
 import { countRelayerTransition } from "../Observability/Metrics.ts"
-import { appendJournal, appendJournalRows, type Notification } from "../Sql/Journal.ts"
+import { appendJournal, appendJournalRows, JOURNAL_PENDING_CHANNEL, type Notification } from "../Sql/Journal.ts"
 
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
@@ -188,7 +188,12 @@ const relayerTransitionLogged = (r: RequestRow, kind: string, extra: Record<stri
   )
 }
 
-const journalPayload = (r: RequestRow, extra: Record<string, unknown> = {}) => ({
+const QUEUED = { status: "queued" }
+
+const journalPayload = (
+  r: Pick<RequestRow, "idempotencyKey" | "venue" | "chainId" | "functionName" | "target">,
+  extra: Record<string, unknown> = {},
+) => ({
   key: r.idempotencyKey,
   venue: r.venue,
   chain_id: r.chainId,
@@ -241,32 +246,57 @@ export interface NewRequest {
   readonly traceParent?: string | null
 }
 
-/** Inserts a request unless its key exists; returns the row and whether it was created now. */
+/**
+ * Inserts a request unless its key exists; returns the row and whether it was created now. A new row, its
+ * `tx.queued` journal row and the wake-ups (waiters, the publisher, the venue's relayer) are one statement, atomic
+ * alone (a submit is one round trip, not four); inside a caller's transaction they commit with it. On a conflict the
+ * existing row is read by a second statement, whose snapshot sees the row the conflict waited for.
+ */
 export const insertRequest = (req: NewRequest) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const inserted = yield* sql<RawRequest>`
-          insert into relayer_requests (idempotency_key, venue, chain_id, signer, target, function_name, calldata,
-            value, master, status, trace_parent)
-          values (${req.idempotencyKey}, ${req.venue}, ${req.chainId}, ${req.signer.toLowerCase()},
-            ${req.target.toLowerCase()}, ${req.functionName}, ${req.calldata.toLowerCase()}, ${req.value.toString()},
-            ${req.master}, 'queued', ${req.traceParent ?? null})
-          on conflict (idempotency_key) do nothing
-          returning ${sql.literal(REQUEST_COLS)}`
-        if (inserted[0] !== undefined) {
-          const row = toRequest(inserted[0])
-          yield* transitionEvents(row, "tx.queued", { status: "queued" }, [
-            { channel: RELAYER_QUEUED_CHANNEL, payload: req.venue },
-          ])
-          return { row, created: true }
-        }
-        const [existing] = yield* sql<RawRequest>`
-          select ${sql.literal(REQUEST_COLS)} from relayer_requests where idempotency_key = ${req.idempotencyKey}`
-        return { row: toRequest(existing!), created: false }
-      }),
-    ),
-  )
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const target = req.target.toLowerCase()
+    const payload = journalPayload(
+      {
+        idempotencyKey: req.idempotencyKey,
+        venue: req.venue,
+        chainId: req.chainId,
+        functionName: req.functionName,
+        target,
+      },
+      QUEUED,
+    )
+    const notifications = [
+      { channel: JOURNAL_PENDING_CHANNEL, payload: "1" },
+      { channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload("tx.queued", req.idempotencyKey) },
+      { channel: RELAYER_QUEUED_CHANNEL, payload: req.venue },
+    ]
+    const inserted = yield* sql<RawRequest>`
+      with ins as (
+        insert into relayer_requests (idempotency_key, venue, chain_id, signer, target, function_name, calldata,
+          value, master, status, trace_parent)
+        values (${req.idempotencyKey}, ${req.venue}, ${req.chainId}, ${req.signer.toLowerCase()}, ${target},
+          ${req.functionName}, ${req.calldata.toLowerCase()}, ${req.value.toString()}, ${req.master}, 'queued',
+          ${req.traceParent ?? null})
+        on conflict (idempotency_key) do nothing
+        returning ${sql.literal(REQUEST_COLS)}
+      ), appended as (
+        insert into journal (kind, master, payload)
+        select 'tx.queued', ${req.master}, ${JSON.stringify(payload)}::jsonb from ins
+      )
+      select ins.*, (select count(pg_notify(n.channel, n.payload)) from unnest(
+        ${notifications.map((n) => n.channel)}::text[], ${notifications.map((n) => n.payload)}::text[]
+      ) as n(channel, payload)) as notified
+      from ins`
+    if (inserted[0] !== undefined) {
+      const row = toRequest(inserted[0])
+      yield* relayerTransitionLogged(row, "tx.queued", QUEUED)
+      return { row, created: true }
+    }
+    const [existing] = yield* sql<RawRequest>`
+      select ${sql.literal(REQUEST_COLS)} from relayer_requests where idempotency_key = ${req.idempotencyKey}`
+    return { row: toRequest(existing!), created: false }
+  })
 
 export const requestByKey = (key: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

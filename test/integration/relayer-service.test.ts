@@ -2,16 +2,23 @@
  * The Relayer service (src/Relayer.ts) on its Test layer: a throw-away database and the development config, no
  * chain and no TxRelayer. chain-relayer.test.ts drives the relayer against a real chain; this proves the outbox's
  * front door alone: a request is one row per idempotency key (a repeat answers the same request, a different
- * request under the key is a conflict), what is not relayable is refused with nothing written, and a waiter wakes
- * on the relayer's outcome notification.
+ * request under the key is a conflict), what is not relayable is refused with nothing written, a new request's row,
+ * journal entry and wake-ups are written together, and a waiter wakes on the relayer's outcome notification.
  */
 import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, Queue, Stream } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
-import { markSimulatedRevert, requestByKey } from "../../src/Relayer/Repo.ts"
+import {
+  markSimulatedRevert,
+  RELAYER_OUTCOME_CHANNEL,
+  RELAYER_QUEUED_CHANNEL,
+  requestByKey,
+} from "../../src/Relayer/Repo.ts"
 import { Relayer } from "../../src/Relayer.ts"
+import { JOURNAL_PENDING_CHANNEL } from "../../src/Sql/Journal.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"
 
 const deployment = testDeployment()
@@ -122,6 +129,53 @@ describe("Relayer service", () => {
           expect(yield* requestByKey("svc:cancel:2")).toEqual(row)
           expect(yield* relayer.status("svc:cancel:2")).toEqual(Option.some(first))
         }),
+      )
+
+      it.effect("a new request's row, its journal entry and its three wake-ups commit together, or not at all", () =>
+        Effect.gen(function* () {
+          const relayer = yield* Relayer
+          const sql = yield* SqlClient.SqlClient
+          const pg = yield* PgClient.PgClient
+          const heard = yield* Queue.unbounded<string>()
+          for (const channel of [RELAYER_QUEUED_CHANNEL, RELAYER_OUTCOME_CHANNEL, JOURNAL_PENDING_CHANNEL]) {
+            yield* pg.listen(channel).pipe(
+              Stream.runForEach((payload) => Queue.offer(heard, `${channel}: ${payload}`)),
+              Effect.forkScoped,
+            )
+          }
+          yield* Effect.sleep("200 millis") // the listeners' LISTEN is sent
+          const request = { idempotencyKey: "svc:cancel:5", venue: venue.id, to: escrow, data: cancelLock(5) }
+          // Inside a transaction that rolls back: no row, no journal entry, no wake-up.
+          const before = yield* counts
+          yield* sql
+            .withTransaction(Effect.zipRight(relayer.submit(request), Effect.fail("roll back")))
+            .pipe(Effect.ignore)
+          expect(yield* counts).toEqual(before)
+          yield* relayer.submit(request)
+          const wakes = yield* Effect.forEach([1, 2, 3], () => Queue.take(heard).pipe(Effect.timeout("5 seconds")))
+          expect(wakes.sort()).toEqual([
+            `${JOURNAL_PENDING_CHANNEL}: 1`,
+            `${RELAYER_OUTCOME_CHANNEL}: tx.queued svc:cancel:5`,
+            `${RELAYER_QUEUED_CHANNEL}: ${venue.id}`,
+          ])
+          expect(yield* Queue.size(heard)).toBe(0)
+          const journal = yield* sql<{ kind: string; master: string | null; payload: unknown }>`
+            select kind, master, payload from journal where payload->>'key' = 'svc:cancel:5'`
+          expect(journal).toEqual([
+            {
+              kind: "tx.queued",
+              master: null,
+              payload: {
+                key: "svc:cancel:5",
+                venue: venue.id,
+                chain_id: venue.chain_id,
+                function: "cancelLock",
+                target: escrow.toLowerCase(),
+                status: "queued",
+              },
+            },
+          ])
+        }).pipe(Effect.scoped),
       )
 
       it.effect("a waiter times out while the request is queued, and wakes on its outcome", () =>
