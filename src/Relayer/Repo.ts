@@ -2,7 +2,14 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
 import { countRelayerTransition } from "../Observability/Metrics.ts"
-import { appendJournal, appendJournalRows, JOURNAL_PENDING_CHANNEL, type Notification } from "../Sql/Journal.ts"
+import {
+  appendJournal,
+  appendJournalRows,
+  JOURNAL_PENDING_CHANNEL,
+  journalNotify,
+  journalRowsInsert,
+  type Notification,
+} from "../Sql/Journal.ts"
 
 /**
  * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
@@ -217,21 +224,25 @@ const transitionEvents = (
     ...also,
   ]).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra)))
 
+interface TransitionItem {
+  readonly request: RequestRow
+  readonly kind: string
+  readonly extra: Record<string, unknown>
+}
+
+const transitionEntries = (items: ReadonlyArray<TransitionItem>) =>
+  items.map((i) => ({ kind: i.kind, master: i.request.master, payload: journalPayload(i.request, i.extra) }))
+const transitionNotices = (items: ReadonlyArray<TransitionItem>): Array<Notification> =>
+  items.map((i) => ({ channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(i.kind, i.request.idempotencyKey) }))
+const transitionsLogged = (items: ReadonlyArray<TransitionItem>) =>
+  Effect.forEach(items, (i) => relayerTransitionLogged(i.request, i.kind, i.extra), { discard: true })
+
 /**
  * Many transitions' journal rows and wake-ups in one statement (same rows and notifications as transitionEvents one
  * by one), inside the caller's transaction.
  */
-const transitionEventsBatch = (
-  items: ReadonlyArray<{
-    readonly request: RequestRow
-    readonly kind: string
-    readonly extra: Record<string, unknown>
-  }>,
-) =>
-  appendJournalRows(
-    items.map((i) => ({ kind: i.kind, master: i.request.master, payload: journalPayload(i.request, i.extra) })),
-    items.map((i) => ({ channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(i.kind, i.request.idempotencyKey) })),
-  ).pipe(Effect.zipLeft(Effect.forEach(items, (i) => relayerTransitionLogged(i.request, i.kind, i.extra))))
+const transitionEventsBatch = (items: ReadonlyArray<TransitionItem>) =>
+  appendJournalRows(transitionEntries(items), transitionNotices(items)).pipe(Effect.zipLeft(transitionsLogged(items)))
 
 export interface NewRequest {
   readonly idempotencyKey: string
@@ -420,13 +431,13 @@ export const allocateAndPersist = <E, R>(
       Effect.gen(function* () {
         const who = signer.toLowerCase()
         const scope = [...new Set([venue, ...chainVenues])].sort()
-        yield* sql`
-          insert into relayer_nonces (venue, signer, next_nonce)
-          select v, ${who}, ${floor.toString()} from unnest(${scope}::text[]) as v
-          on conflict do nothing`
+        // Created at `floor` if missing, and locked either way (the no-op update takes the row lock): one statement.
+        // Rows are taken in `scope`'s order (sorted), so two relayers on one chain never deadlock.
         const rows = yield* sql<{ n: string }>`
-          select next_nonce::text as n from relayer_nonces where venue = any(${scope}::text[]) and signer = ${who}
-          order by venue for update`
+          insert into relayer_nonces (venue, signer, next_nonce)
+          select v, ${who}, ${floor.toString()} from unnest(${scope}::text[]) with ordinality as s(v, i) order by i
+          on conflict (venue, signer) do update set next_nonce = relayer_nonces.next_nonce
+          returning next_nonce::text as n`
         let nonce = rows.reduce((high, r) => (BigInt(r.n) > high ? BigInt(r.n) : high), floor)
         // Still queued? (a stale relayer instance must not sign twice for one request)
         const fresh = yield* sql<{ id: string }>`
@@ -440,8 +451,27 @@ export const allocateAndPersist = <E, R>(
           out.push({ request: item.request, nonce, attempt: yield* sign(item.request, nonce, item.gasLimit) })
           nonce++
         }
-        if (out.length > 0) {
+        if (out.length === 0) {
           yield* sql`
+            update relayer_nonces set next_nonce = ${nonce.toString()}
+            where venue = any(${scope}::text[]) and signer = ${who}`
+          return out
+        }
+        // The attempts, the requests moved to pending, the nonce counter, the `tx.pending` journal rows and their
+        // wake-ups: one statement (its parts touch different tables), so the transaction is five round trips.
+        const events = out.map((o) => ({
+          request: o.request,
+          kind: "tx.pending",
+          extra: {
+            status: "pending",
+            nonce: o.nonce.toString(),
+            tx_hash: o.attempt.txHash.toLowerCase(),
+            max_fee_per_gas: o.attempt.maxFeePerGas.toString(),
+            max_priority_fee_per_gas: o.attempt.maxPriorityFeePerGas.toString(),
+          },
+        }))
+        yield* sql`
+          with attempts as (
             insert into relayer_attempts (tx_hash, request_id, attempt, nonce, raw_tx, max_fee_per_gas,
               max_priority_fee_per_gas, gas_limit, sent_block)
             select h, r, 1, n, raw, f, p, g, ${sentBlock.toString()} from unnest(
@@ -449,31 +479,20 @@ export const allocateAndPersist = <E, R>(
               ${out.map((o) => o.nonce.toString())}::bigint[], ${out.map((o) => o.attempt.rawTx)}::text[],
               ${out.map((o) => o.attempt.maxFeePerGas.toString())}::numeric[],
               ${out.map((o) => o.attempt.maxPriorityFeePerGas.toString())}::numeric[],
-              ${out.map((o) => o.attempt.gasLimit.toString())}::numeric[]) as t(h, r, n, raw, f, p, g)`
-          yield* sql`
+              ${out.map((o) => o.attempt.gasLimit.toString())}::numeric[]) as t(h, r, n, raw, f, p, g)
+          ), moved as (
             update relayer_requests q set status = 'pending', nonce = u.n, gas_limit = u.g, tx_hash = u.h, error = '',
               updated_at = now()
             from unnest(${out.map((o) => o.request.id.toString())}::bigint[], ${out.map((o) => o.nonce.toString())}::bigint[],
               ${out.map((o) => o.attempt.gasLimit.toString())}::numeric[],
               ${out.map((o) => o.attempt.txHash.toLowerCase())}::text[]) as u(id, n, g, h)
-            where q.id = u.id`
-          yield* transitionEventsBatch(
-            out.map((o) => ({
-              request: o.request,
-              kind: "tx.pending",
-              extra: {
-                status: "pending",
-                nonce: o.nonce.toString(),
-                tx_hash: o.attempt.txHash.toLowerCase(),
-                max_fee_per_gas: o.attempt.maxFeePerGas.toString(),
-                max_priority_fee_per_gas: o.attempt.maxPriorityFeePerGas.toString(),
-              },
-            })),
-          )
-        }
-        yield* sql`
-          update relayer_nonces set next_nonce = ${nonce.toString()}
-          where venue = any(${scope}::text[]) and signer = ${who}`
+            where q.id = u.id
+          ), counter as (
+            update relayer_nonces set next_nonce = ${nonce.toString()}
+            where venue = any(${scope}::text[]) and signer = ${who}
+          ), appended as (${journalRowsInsert(sql, transitionEntries(events))})
+          ${journalNotify(sql, transitionNotices(events))}`
+        yield* transitionsLogged(events)
         return out
       }),
     ),

@@ -28,30 +28,42 @@ export interface Notification {
 }
 
 /**
+ * The insert of journal rows (in this order), returning their ids: a fragment for a statement's `with` (a state
+ * change that writes its journal rows in its own statement).
+ */
+export const journalRowsInsert = (sql: SqlClient.SqlClient, entries: ReadonlyArray<JournalEntry>) => sql`
+  insert into journal (kind, master, payload)
+  select k, m, p from rows from (
+    unnest(${entries.map((e) => e.kind)}::text[]), unnest(${entries.map((e) => e.master)}::text[]),
+    jsonb_array_elements(${JSON.stringify(entries.map((e) => e.payload ?? null))}::jsonb)
+  ) as t(k, m, p)
+  returning id`
+
+/**
+ * The publisher's ping and `also` sent: a fragment selecting one `pg_notify` per notification (a statement may add a
+ * `where`). NOTIFY is transactional: delivered at commit, once per transaction for the same channel and payload.
+ */
+export const journalNotify = (sql: SqlClient.SqlClient, also: ReadonlyArray<Notification>) => {
+  const notifications = [{ channel: JOURNAL_PENDING_CHANNEL, payload: "1" }, ...also]
+  return sql`
+    select pg_notify(n.channel, n.payload)
+    from unnest(${notifications.map((n) => n.channel)}::text[], ${notifications.map((n) => n.payload)}::text[])
+      as n(channel, payload)`
+}
+
+/**
  * Appends journal rows (in this order) and pings the publisher, and sends `also` (the change's own wake-ups), in
  * one statement: one round trip. Call it inside the state change's own transaction so that the rows exist if and
- * only if the change committed; NOTIFY is transactional too (delivered at commit, once per transaction for the
- * same channel and payload).
+ * only if the change committed.
  */
-export const appendJournalRows = (entries: ReadonlyArray<JournalEntry>, also: ReadonlyArray<Notification> = []) => {
-  const notifications = [{ channel: JOURNAL_PENDING_CHANNEL, payload: "1" }, ...also]
-  return Effect.flatMap(
+export const appendJournalRows = (entries: ReadonlyArray<JournalEntry>, also: ReadonlyArray<Notification> = []) =>
+  Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql`
-      with appended as (
-        insert into journal (kind, master, payload)
-        select k, m, p from rows from (
-          unnest(${entries.map((e) => e.kind)}::text[]), unnest(${entries.map((e) => e.master)}::text[]),
-          jsonb_array_elements(${JSON.stringify(entries.map((e) => e.payload ?? null))}::jsonb)
-        ) as t(k, m, p)
-        returning id
-      )
-      select pg_notify(n.channel, n.payload)
-      from unnest(${notifications.map((n) => n.channel)}::text[], ${notifications.map((n) => n.payload)}::text[])
-        as n(channel, payload)
+      with appended as (${journalRowsInsert(sql, entries)})
+      ${journalNotify(sql, also)}
       where exists (select 1 from appended)`,
   ).pipe(Effect.asVoid)
-}
 
 /** One journal row: appendJournalRows of one. */
 export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notification> = []) =>
