@@ -75,21 +75,23 @@ const authorizeLocked = (
 ) =>
   sql.withTransaction(
     Effect.gen(function* () {
-      // The take's row lock orders this with storeCancels: a cancel stored before it is seen here.
-      const rows = yield* sql<{ authorized: boolean; pay_open: boolean; cancelled: boolean; pay_key: string }>`
+      // The take's row lock orders this with storeCancels: a cancel stored before it is seen here. The cancels are
+      // read by the next statement, not this one: this statement's snapshot is taken before it waits for the lock,
+      // so a cancel committed while it waited would be missed (storeCancels locks the row without changing it).
+      const rows = yield* sql<{ authorized: boolean; pay_open: boolean; pay_key: string }>`
           select pay_authorization is not null as authorized, pay_key_address as pay_key,
-            coalesce(pay_by >= extract(epoch from now()), false) as pay_open,
-            exists (select 1 from fills f where f.take_id = t.id and f.cancel_signature is not null) as cancelled
+            coalesce(pay_by >= extract(epoch from now()), false) as pay_open
           from takes t where id = ${p.takeId}::uuid and master = ${p.master} and escrow_version = 2 for update`
       const row = rows[0]
       if (row === undefined) return { _tag: "Missing" } as PayAuthorizeOutcome
-      const refused = notReady(row)
-      if (refused !== undefined) return refused
-      const [locks] = yield* sql<{ fills: number; locked: number }>`
-          select count(*)::int as fills, count(l.fill_digest)::int as locked
+      const [locks] = yield* sql<{ fills: number; locked: number; cancelled: boolean }>`
+          select count(*)::int as fills, count(l.fill_digest)::int as locked,
+            coalesce(bool_or(f.cancel_signature is not null), false) as cancelled
           from fills f left join escrow_v2_locks l
             on l.venue = f.maker_venue and l.fill_digest = f.fill_digest and l.state = 'locked'
           where f.take_id = ${p.takeId}::uuid`
+      const refused = notReady({ ...row, cancelled: locks!.cancelled })
+      if (refused !== undefined) return refused
       const notFinal = locksNotFinal(locks!)
       if (notFinal !== undefined) return notFinal
       yield* sql`

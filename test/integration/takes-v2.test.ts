@@ -8,7 +8,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Schedule } from "effect"
 import { type Abi, type Address, encodeFunctionData, type Hex, hashTypedData, keccak256, toHex, zeroHash } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
@@ -654,6 +654,33 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         code(cancelled),
         (cancelled.json as { error: { retryable: boolean } }).error.retryable,
       ]).toEqual([409, "STATE_CONFLICT", false])
+      yield* sql`update fills set cancel_signature = null where id = ${firstFill}::uuid`
+      expect(yield* snapshot(takeId)).toEqual(ready)
+
+      // A cancel committed while the authorisation waits for the take's row lock (as storeCancels holds it): seen
+      // under the lock, 409 Cancelled, nothing stored (the read that waits for the lock must not be the one that
+      // looks for cancels: its snapshot predates the cancel).
+      const release = yield* Deferred.make<void>()
+      const holder = yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* sql`select 1 from takes where id = ${takeId}::uuid for update`
+            yield* sql`update fills set cancel_signature = ${cancelFirst} where id = ${firstFill}::uuid`
+            yield* Deferred.await(release)
+          }),
+        )
+        .pipe(Effect.fork)
+      const racing = yield* Effect.fork(signTake({ pay_authorization: payAuth }))
+      yield* Effect.repeat(
+        sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where wait_event_type = 'Lock' and query like '%from takes t where id = %for update'`,
+        { until: ([w]) => w!.n > 0, schedule: Schedule.spaced("20 millis") },
+      ).pipe(Effect.timeout("30 seconds"))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      const raced = yield* Fiber.join(racing)
+      expect([raced.status, code(raced)], raced.text).toEqual([409, "STATE_CONFLICT"])
       yield* sql`update fills set cancel_signature = null where id = ${firstFill}::uuid`
       expect(yield* snapshot(takeId)).toEqual(ready)
 
