@@ -35,6 +35,8 @@ export interface AnvilInstance {
   readonly pid: number
   /** SIGTERM (anvil dumps its state file), then SIGKILL after `timeoutMs` (default 5 s). Idempotent. */
   readonly stop: (timeoutMs?: number) => Promise<void>
+  /** Why anvil is gone (its exit code or signal, and the tail of its output), or undefined while it runs. */
+  readonly exitReason: () => string | undefined
 }
 
 /** The default anvil accounts ("test test … junk" mnemonic), each funded with 10 000 ETH. */
@@ -155,7 +157,8 @@ export const startAnvil = async (options: AnvilOptions = {}): Promise<AnvilInsta
       if ((await rpcChainId(rpcUrl)) === chainId) {
         const pid = child.pid
         if (pid === undefined) throw new Error("anvil has no pid")
-        return { rpcUrl, port, chainId, pid, stop }
+        const exitReason = () => (exited === undefined ? undefined : `${exited}\n${output.slice(-2_000)}`)
+        return { rpcUrl, port, chainId, pid, stop, exitReason }
       }
     }
     await new Promise((r) => setTimeout(r, 25))

@@ -191,6 +191,11 @@ const main = async () => {
       target: ">= 0.6",
       atLeast: 0.6,
     })
+  } catch (e) {
+    // A chain that went away says why (seen now and then in back-to-back runs: refused connections after start).
+    const gone = c.anvil.exitReason()
+    if (gone !== undefined) console.error(`anvil is gone: ${gone}`)
+    throw e
   } finally {
     await c.anvil.stop()
   }
