@@ -3,7 +3,7 @@ import { Clock, Effect } from "effect"
 import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
-import { appendJournal, type Notification } from "../Sql/Journal.ts"
+import { appendJournal, appendJournalRows, type Notification } from "../Sql/Journal.ts"
 
 /**
  * The settlement entity's rows (actors/Settlement.ts, one entity per take; states in migrations/0011_takes.ts).
@@ -320,10 +320,11 @@ const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: str
     error,
   }
   const kind = FILL_KIND[state]
-  return Effect.zipRight(
-    appendJournal({ kind, master: f.taker_master, payload: { ...payload, side: "taker" } }),
-    appendJournal({ kind, master: f.maker_master, payload: { ...payload, side: "maker", identity_id: f.identity_id } }),
-  )
+  // Both sides' rows (taker first) in one statement: one round trip in the transition's transaction.
+  return appendJournalRows([
+    { kind, master: f.taker_master, payload: { ...payload, side: "taker" } },
+    { kind, master: f.maker_master, payload: { ...payload, side: "maker", identity_id: f.identity_id } },
+  ])
 }
 
 /**
