@@ -3,7 +3,14 @@ import { Clock, Effect } from "effect"
 import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../Domain/SettlementStep.ts"
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
-import { appendJournal, appendJournalRows, type Notification } from "../Sql/Journal.ts"
+import {
+  appendJournal,
+  appendJournalRows,
+  type JournalEntry,
+  journalNotify,
+  journalRowsInsert,
+  type Notification,
+} from "../Sql/Journal.ts"
 
 /**
  * The settlement entity's rows (actors/Settlement.ts, one entity per take; states in migrations/0011_takes.ts).
@@ -306,8 +313,8 @@ const fillChanged = (
     )
   })
 
-/** `fill.<state>` for the taker's master and for the maker order's master (with its identity_id). */
-const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: string) => {
+/** `fill.<state>` rows for the taker's master and for the maker order's master (with its identity_id), in order. */
+const fillJournalEntries = (f: FillRow, state: Exclude<FillState, "signed">, error: string): Array<JournalEntry> => {
   const payload = {
     fill_id: f.id,
     take_id: f.take_id,
@@ -320,17 +327,21 @@ const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: str
     error,
   }
   const kind = FILL_KIND[state]
-  // Both sides' rows (taker first) in one statement: one round trip in the transition's transaction.
-  return appendJournalRows([
+  return [
     { kind, master: f.taker_master, payload: { ...payload, side: "taker" } },
     { kind, master: f.maker_master, payload: { ...payload, side: "maker", identity_id: f.identity_id } },
-  ])
+  ]
 }
+
+/** Both sides' `fill.<state>` rows in one statement, inside the transition's transaction. */
+const journalFill = (f: FillRow, state: Exclude<FillState, "signed">, error: string) =>
+  appendJournalRows(fillJournalEntries(f, state, error))
 
 /**
  * Stores the call's key (and the new state, if any) before the call is submitted. Guarded: nothing happens when
  * the fill moved on or the column already holds another key. `claim` also records revealed_at (database time).
- * Returns whether this pass wrote it (only then does it submit).
+ * Returns whether this pass wrote it (only then does it submit). The update, its journal rows (when the state
+ * changes) and the publisher's ping are one statement, atomic alone: one round trip on the path to each call.
  */
 export const recordCall = (
   f: FillRow,
@@ -340,30 +351,30 @@ export const recordCall = (
   error: string | null,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql
-      .withTransaction(
-        Effect.gen(function* () {
-          const column = KEY_COLUMN[call]
-          const previous = keysOf(f)[call]
-          const rows = yield* sql`
+    Effect.gen(function* () {
+      const column = KEY_COLUMN[call]
+      const previous = keysOf(f)[call]
+      const entries =
+        state !== null && state !== "signed" && state !== f.state ? fillJournalEntries(f, state, error ?? f.error) : []
+      const [row] = yield* sql<{ written: number }>`
+        with updated as (
           update fills set ${sql(column)} = ${key}, state = ${state ?? f.state}, updated_at = now(),
             error = ${error ?? f.error},
             revealed_at = case when ${call === "claim"} then coalesce(revealed_at, now()) else revealed_at end
           where id = ${f.id} and state = ${f.state} and not final
             and ${sql(column)} is not distinct from ${previous}
-          returning id`
-          if (rows.length === 0) return false
-          if (state !== null && state !== "signed" && state !== f.state) yield* journalFill(f, state, error ?? f.error)
-          return true
-        }),
-      )
-      .pipe(
-        Effect.tap((written) =>
-          written && state !== null && state !== f.state
-            ? fillChanged(f, state, error ?? f.error, { call, key })
-            : Effect.void,
-        ),
+          returning id
+        ), appended as (${journalRowsInsert(sql, entries, sql`exists (select 1 from updated)`)})
+        select (select count(*)::int from updated) as written,
+          (select count(*)::int from (${journalNotify(sql, [])}) n where exists (select 1 from appended)) as notified`
+      return (row?.written ?? 0) > 0
+    }).pipe(
+      Effect.tap((written) =>
+        written && state !== null && state !== f.state
+          ? fillChanged(f, state, error ?? f.error, { call, key })
+          : Effect.void,
       ),
+    ),
   )
 
 /** A nonfinal step reached (locked, paid, claimed), from the index. */

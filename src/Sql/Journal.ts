@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 
 /** Channel a writer pings so the publisher wakes at once instead of at its next poll. */
@@ -29,14 +29,20 @@ export interface Notification {
 
 /**
  * The insert of journal rows (in this order), returning their ids: a fragment for a statement's `with` (a state
- * change that writes its journal rows in its own statement).
+ * change that writes its journal rows in its own statement). `when`: a condition the rows are written under (say,
+ * that the statement's update changed a row).
  */
-export const journalRowsInsert = (sql: SqlClient.SqlClient, entries: ReadonlyArray<JournalEntry>) => sql`
+export const journalRowsInsert = (
+  sql: SqlClient.SqlClient,
+  entries: ReadonlyArray<JournalEntry>,
+  when: Statement.Fragment = sql`true`,
+) => sql`
   insert into journal (kind, master, payload)
   select k, m, p from rows from (
     unnest(${entries.map((e) => e.kind)}::text[]), unnest(${entries.map((e) => e.master)}::text[]),
     jsonb_array_elements(${JSON.stringify(entries.map((e) => e.payload ?? null))}::jsonb)
   ) as t(k, m, p)
+  where ${when}
   returning id`
 
 /**

@@ -9,6 +9,7 @@ import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { DELIVERED_UNPAID } from "../../src/Domain/SettlementStepV2.ts"
 import { Relayer } from "../../src/Relayer.ts"
+import { recordCall } from "../../src/Settlement/Repo.ts"
 import { identityFades, settlingFillsV2, takeAndFillsToSettle, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
 import { recentTrades } from "../../src/Trades/Repo.ts"
 import { sendCalls, type TestChain } from "../support/ChainDevnet.ts"
@@ -149,8 +150,16 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
           expect(read?.fills).toHaveLength(limit === 1 ? 1 : 2)
         }
         expect(yield* takeAndFillsToSettle(crypto.randomUUID(), 10)).toBeUndefined()
+        const stale = (yield* settlingFillsV2(1, null, take.takeId))[0]!
 
         yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
+        // A pass holding a fill read before it moved on records nothing: no key, no state, no journal row.
+        const kinds = yield* journalKinds(take.takeId)
+        expect(yield* recordCall(stale, "lock", "stale:lock", "locking", null)).toBe(false)
+        expect(yield* journalKinds(take.takeId)).toEqual(kinds)
+        const [kept] = yield* sql<{ lock_key: string | null; state: string }>`
+          select lock_key, state from fills where id = ${stale.id}::uuid`
+        expect([kept!.state, kept!.lock_key === "stale:lock"]).toEqual(["locked", false])
         // Every lock final: the take asks for the pay key's authorisation, once; nothing is paid without it.
         expect((yield* journalKinds(take.takeId)).filter((k) => k === "take.pay_authorization_requested")).toHaveLength(
           1,
