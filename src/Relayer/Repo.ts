@@ -5,7 +5,6 @@ import { countRelayerTransition } from "../Observability/Metrics.ts"
 import {
   appendJournal,
   appendJournalRows,
-  JOURNAL_PENDING_CHANNEL,
   journalNotify,
   journalRowsInsert,
   type Notification,
@@ -277,11 +276,11 @@ export const insertRequest = (req: NewRequest) =>
       },
       QUEUED,
     )
-    const notifications = [
-      { channel: JOURNAL_PENDING_CHANNEL, payload: "1" },
+    const also = [
       { channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload("tx.queued", req.idempotencyKey) },
       { channel: RELAYER_QUEUED_CHANNEL, payload: req.venue },
     ]
+    const entry = { kind: "tx.queued", master: req.master, payload }
     const inserted = yield* sql<RawRequest>`
       with ins as (
         insert into relayer_requests (idempotency_key, venue, chain_id, signer, target, function_name, calldata,
@@ -291,13 +290,9 @@ export const insertRequest = (req: NewRequest) =>
           ${req.traceParent ?? null})
         on conflict (idempotency_key) do nothing
         returning ${sql.literal(REQUEST_COLS)}
-      ), appended as (
-        insert into journal (kind, master, payload)
-        select 'tx.queued', ${req.master}, ${JSON.stringify(payload)}::jsonb from ins
-      )
-      select ins.*, (select count(pg_notify(n.channel, n.payload)) from unnest(
-        ${notifications.map((n) => n.channel)}::text[], ${notifications.map((n) => n.payload)}::text[]
-      ) as n(channel, payload)) as notified
+      ), appended as (${journalRowsInsert(sql, [entry], sql`exists (select 1 from ins)`)})
+      select ins.*,
+        (select count(*)::int from (${journalNotify(sql, also)}) n where exists (select 1 from appended)) as notified
       from ins`
     if (inserted[0] !== undefined) {
       const row = toRequest(inserted[0])
