@@ -14,14 +14,15 @@ import { Effect } from "effect"
  *   const per = yield* cost.perUnit(before, unitsDone)   // { cpuMs, statements }
  *
  * BENCH_STATEMENT_TOP=n also prints, for each phase measured, the n statements run most often in it (calls per
- * unit, then the normalised query's first 160 characters), to tell which ones a cut would remove.
+ * unit, the server's execution time per unit in ms, then the normalised query's first 160 characters), to tell which
+ * ones a cut would remove and where the database's time goes.
  */
 export interface CostSnapshot {
   readonly cpuMs: number
   /** null when pg_stat_statements is not loaded. */
   readonly statements: number | null
-  /** Calls per normalised query, only when BENCH_STATEMENT_TOP is set. */
-  readonly byQuery: ReadonlyMap<string, number> | null
+  /** Calls and execution time (ms) per normalised query, only when BENCH_STATEMENT_TOP is set. */
+  readonly byQuery: ReadonlyMap<string, QueryTotals> | null
 }
 
 export interface PerUnit {
@@ -85,24 +86,39 @@ const statementCount = (sql: SqlClient.SqlClient) =>
 
 const TOP = Number(process.env.BENCH_STATEMENT_TOP ?? 0)
 
+interface QueryTotals {
+  readonly calls: number
+  /** pg_stat_statements' total_exec_time: the server's execution time, ms (planning and waits for the client not). */
+  readonly ms: number
+}
+
 const callsByQuery = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ query: string; calls: string }>`
-      select query, sum(calls)::text as calls from pg_stat_statements
+    sql<{ query: string; calls: string; ms: number }>`
+      select query, sum(calls)::text as calls, sum(total_exec_time)::float8 as ms from pg_stat_statements
       where query not like '%pg_stat_statements%' group by query`,
-    (rows) => new Map(rows.map((r) => [r.query, Number(r.calls)])),
+    (rows) => new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: Number(r.ms) }])),
   ).pipe(Effect.orElseSucceed(() => null))
 
-/** The TOP statements run most often between two snapshots, per unit. */
-const printTop = (before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, n: number) => {
+/** The TOP statements run most often between two snapshots: calls and execution ms per unit. */
+const printTop = (before: ReadonlyMap<string, QueryTotals>, after: ReadonlyMap<string, QueryTotals>, n: number) => {
   const rows = [...after]
-    .map(([query, calls]) => ({ query, calls: calls - (before.get(query) ?? 0) }))
+    .map(([query, t]) => ({
+      query,
+      calls: t.calls - (before.get(query)?.calls ?? 0),
+      ms: t.ms - (before.get(query)?.ms ?? 0),
+    }))
     .filter((r) => r.calls > 0)
     .sort((a, b) => b.calls - a.calls)
     .slice(0, TOP)
-  console.log(`top ${rows.length} statements per unit (of ${n} units):`)
+  const total = rows.reduce((sum, r) => sum + r.ms, 0)
+  console.log(
+    `top ${rows.length} statements per unit (of ${n} units; calls, execution ms), ${(total / n).toFixed(4)} ms:`,
+  )
   for (const r of rows)
-    console.log(`${(r.calls / n).toFixed(2).padStart(8)}  ${r.query.replace(/\s+/g, " ").slice(0, 160)}`)
+    console.log(
+      `${(r.calls / n).toFixed(2).padStart(8)} ${(r.ms / n).toFixed(4).padStart(9)}  ${r.query.replace(/\s+/g, " ").slice(0, 160)}`,
+    )
 }
 
 export const costMeter = Effect.gen(function* () {
