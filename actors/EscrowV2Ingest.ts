@@ -3,9 +3,10 @@ import type { Address, Hex, PublicClient } from "viem"
 import { decodeV2Logs, type IndexedEventV2, paymentClaimedEvent, revealsOf } from "../src/Chain/EscrowIndexV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
-import { ingestV2Page, initV2Cursor } from "../src/Escrow/ChainIndexV2.ts"
+import { ingestV2Page, initV2Cursor, TOUCHED_TABLES_V2 } from "../src/Escrow/ChainIndexV2.ts"
 import { recordSeenReveals } from "../src/Escrow/SeenReveals.ts"
 import { escrowIndexedNotification, notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
+import { makeBulkStatistics } from "../src/Sql/BulkStatistics.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */
 const INGEST_BUDGET = Duration.seconds(5)
@@ -73,6 +74,8 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
    * (another runner's watcher moved it during a hand-over) fails its guard with CursorMoved and writes nothing.
    */
   let known: bigint | undefined
+  /** A backlog's pages grow the index tables faster than autovacuum refreshes their statistics. */
+  const statistics = makeBulkStatistics(TOUCHED_TABLES_V2)
   const pages = (finalized: { readonly number: bigint; readonly hash: Hex }) =>
     Effect.gen(function* () {
       if (known === undefined) known = (yield* initV2Cursor(venue.id, escrow, v2.deployment_block))?.indexedBlock
@@ -103,6 +106,7 @@ export const makeEscrowV2Ingest = (venue: VenueConfig, client: PublicClient) => 
         yield* ingestV2Page({ venue: venue.id, fromBlock: from, toBlock: to, toHash, events, notify })
         at = to
         known = to
+        yield* statistics.added(events.length)
       }
     }).pipe(Effect.tapErrorCause(() => Effect.sync(() => (known = undefined))))
   /**

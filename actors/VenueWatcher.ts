@@ -21,9 +21,11 @@ import {
   recordedBlocks,
   recordHeads,
   recordIntegrityCheck,
+  TOUCHED_TABLES,
 } from "../src/Escrow/ChainIndex.ts"
 import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
 import { escrowIndexedNotification } from "../src/Settlement/Repo.ts"
+import { makeBulkStatistics } from "../src/Sql/BulkStatistics.ts"
 import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
 import {
   blockHashAt,
@@ -76,6 +78,8 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     let chainIdChecked = false
     let pageBlocks = BigInt(settings.page_blocks)
     let lastHead: { hash: string; seenAt: number } | undefined
+    /** A backlog's pages grow the index tables faster than autovacuum refreshes their statistics. */
+    const statistics = makeBulkStatistics(TOUCHED_TABLES)
 
     const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -178,6 +182,7 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
           })
           yield* fault.hit("watcher.after-ingest-before-status")
           cursor = to
+          yield* statistics.added(events.length)
         }
         if (prefetched !== undefined) yield* Fiber.interrupt(prefetched.fiber)
         return cursor

@@ -507,6 +507,12 @@ const PAYMENT_COLS = `fill_id, payer, payee, amount_in::text, hashlock, expiry::
 const LEGACY_COLS = `contract, offer_id::text, owner, amount::text, refund_at::text, reclaimed, created_block::text,
   block_number::text, block_hash`
 
+/**
+ * The tables `loadTouched` reads by key while pages add to them: the watcher keeps their planner statistics current
+ * during a backlog (src/Sql/BulkStatistics.ts).
+ */
+export const TOUCHED_TABLES = ["escrow_orders", "escrow_balances", "escrow_locks", "escrow_payments", "legacy_offers"]
+
 /** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
 const loadTouched = (venue: string, keys: TouchedKeys) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

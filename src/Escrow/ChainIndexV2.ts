@@ -225,6 +225,12 @@ const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: Index
     ),
   )
 
+/**
+ * The tables a page reads by key while pages add to them: the watcher keeps their planner statistics current during
+ * a backlog (src/Sql/BulkStatistics.ts).
+ */
+export const TOUCHED_TABLES_V2 = ["escrow_v2_orders", "escrow_v2_balances", "escrow_v2_locks", "escrow_v2_payments"]
+
 /** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
 const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
