@@ -1,4 +1,4 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Data, Effect } from "effect"
 import type { Address, Hex } from "viem"
 import {
@@ -10,7 +10,7 @@ import {
   type TouchedKeys,
   touchedKeys,
 } from "../Chain/EscrowIndex.ts"
-import { appendJournal, type Notification } from "../Sql/Journal.ts"
+import { appendJournal, journalNotify, journalRowsInsert, type Notification } from "../Sql/Journal.ts"
 
 /**
  * SQL of the chain index (migration 0004): the per-venue status row (what /health reads and the
@@ -302,11 +302,10 @@ export const ingestPage = (
         }
         if (events.length > 0) {
           const state = yield* loadTouched(venue, touchedKeys(events))
-          const appends = applyEvents(state, events)
-          yield* writeState(venue, state)
-          const { fills, closes, nonces } = appends
+          const { fills, closes, nonces } = applyEvents(state, events)
+          const writes = stateWrites(sql, venue, state)
           if (fills.length > 0) {
-            yield* sql`
+            writes.push(sql`
               insert into escrow_fills (venue, fill_id, side, fill, fill_digest, quote_set_digest, quote_index, tx_hash,
                 block_number, block_hash)
               select ${venue}, * from rows from (
@@ -316,10 +315,10 @@ export const ingestPage = (
                 unnest(${fills.map((f) => (f.quoteIndex === null ? null : f.quoteIndex.toString()))}::bigint[]),
                 unnest(${fills.map((f) => f.txHash)}::text[]), unnest(${fills.map((f) => f.blockNumber.toString())}::bigint[]),
                 unnest(${fills.map((f) => f.blockHash)}::text[]))
-              on conflict do nothing`
+              on conflict do nothing`)
           }
           if (closes.length > 0) {
-            yield* sql`
+            writes.push(sql`
               insert into escrow_closes (venue, block_number, log_index, order_id, owner, caller, amount, dex, to_margin,
                 refused, by_operator, nonce, tx_hash, block_hash)
               select ${venue}, * from unnest(
@@ -329,34 +328,37 @@ export const ingestPage = (
                 ${closes.map((c) => c.dex)}::bigint[], ${closes.map((c) => c.toMargin)}::bool[],
                 ${closes.map((c) => c.refused)}::bool[], ${closes.map((c) => c.byOperator)}::bool[],
                 ${closes.map((c) => c.nonce.toString())}::numeric[], ${closes.map((c) => c.txHash)}::text[],
-                ${closes.map((c) => c.blockHash)}::text[])`
+                ${closes.map((c) => c.blockHash)}::text[])`)
           }
           if (nonces.length > 0) {
-            yield* sql`
+            writes.push(sql`
               insert into escrow_used_nonces (venue, owner, nonce, reason, block_number, block_hash)
               select ${venue}, * from unnest(
                 ${nonces.map((n) => n.owner)}::text[], ${nonces.map((n) => n.nonce.toString())}::numeric[],
                 ${nonces.map((n) => n.reason)}::text[], ${nonces.map((n) => n.blockNumber.toString())}::bigint[],
                 ${nonces.map((n) => n.blockHash)}::text[])
-              on conflict do nothing`
+              on conflict do nothing`)
           }
           const kinds: Record<string, number> = {}
           for (const e of events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
-          yield* appendJournal(
-            {
-              kind: "chain.indexed",
-              master: null,
-              payload: {
-                venue,
-                chain_id: page.chainId,
-                from_block: page.fromBlock.toString(),
-                to_block: page.toBlock.toString(),
-                events: events.length,
-                kinds,
-              },
+          const summary = {
+            kind: "chain.indexed",
+            master: null,
+            payload: {
+              venue,
+              chain_id: page.chainId,
+              from_block: page.fromBlock.toString(),
+              to_block: page.toBlock.toString(),
+              events: events.length,
+              kinds,
             },
-            page.notify,
-          )
+          }
+          // Every write of the fold and the page's journal row with its wake-ups: one statement, one round trip (a
+          // data-modifying CTE runs once and to completion whether or not the query reads it; no two touch one
+          // table, and these tables have no triggers or foreign keys between them).
+          const ctes = writes.map((w, i) => sql`${sql.literal(`w${i}`)} as (${w})`)
+          ctes.push(sql`appended as (${journalRowsInsert(sql, [summary])})`)
+          yield* sql`with ${sql.csv(ctes)} ${journalNotify(sql, page.notify ?? [])} where exists (select 1 from appended)`
         }
         return events.length
       }),
@@ -556,15 +558,14 @@ const loadTouched = (venue: string, keys: TouchedKeys) =>
   )
 
 /**
- * Upserts every row of `state` (the touched ones: that is all `loadTouched` + the fold put there),
- * one statement per table with column arrays (unnest), whatever the number of rows.
+ * The upserts of every row of `state` (the touched ones: that is all `loadTouched` + the fold put there), one
+ * statement fragment per table with rows, with column arrays (unnest) whatever the number of rows.
  */
-const writeState = (venue: string, state: IndexState) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      const orders = [...state.orders.values()]
-      if (orders.length > 0) {
-        yield* sql`
+const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState): Array<Statement.Fragment> => {
+  const writes: Array<Statement.Fragment> = []
+  const orders = [...state.orders.values()]
+  if (orders.length > 0) {
+    writes.push(sql`
           insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
             block_number, block_hash)
           select ${venue}, * from unnest(
@@ -575,21 +576,21 @@ const writeState = (venue: string, state: IndexState) =>
             ${orders.map((o) => o.blockHash)}::text[])
           on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
             quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-      const balances = [...state.balances.values()]
-      if (balances.length > 0) {
-        yield* sql`
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  const balances = [...state.balances.values()]
+  if (balances.length > 0) {
+    writes.push(sql`
           insert into escrow_balances (venue, owner, balance, block_number, block_hash)
           select ${venue}, * from unnest(
             ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
             ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
           on conflict (venue, owner) do update set balance = excluded.balance,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-      const locks = [...state.locks.values()]
-      if (locks.length > 0) {
-        yield* sql`
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  const locks = [...state.locks.values()]
+  if (locks.length > 0) {
+    writes.push(sql`
           insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
             refused, secret, created_block, block_number, block_hash)
           select ${venue}, * from unnest(
@@ -602,11 +603,11 @@ const writeState = (venue: string, state: IndexState) =>
             ${locks.map((l) => l.blockHash)}::text[])
           on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
             secret = excluded.secret, amount_out = excluded.amount_out,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-      const payments = [...state.payments.values()]
-      if (payments.length > 0) {
-        yield* sql`
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  const payments = [...state.payments.values()]
+  if (payments.length > 0) {
+    writes.push(sql`
           insert into escrow_payments (venue, fill_id, payer, payee, amount_in, hashlock, expiry, state, secret,
             created_block, block_number, block_hash)
           select ${venue}, * from unnest(
@@ -617,11 +618,11 @@ const writeState = (venue: string, state: IndexState) =>
             ${payments.map((p) => p.createdBlock.toString())}::bigint[],
             ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
           on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-      const legacy = [...state.legacy.values()]
-      if (legacy.length > 0) {
-        yield* sql`
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  const legacy = [...state.legacy.values()]
+  if (legacy.length > 0) {
+    writes.push(sql`
           insert into legacy_offers (venue, contract, offer_id, owner, amount, refund_at, reclaimed, created_block,
             block_number, block_hash)
           select ${venue}, * from unnest(
@@ -631,10 +632,10 @@ const writeState = (venue: string, state: IndexState) =>
             ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
             ${legacy.map((o) => o.blockHash)}::text[])
           on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-    }),
-  )
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  return writes
+}
 
 /** The whole indexed state of a venue (the integrity check compares it with the chain). */
 export const loadIndexState = (venue: string) =>
