@@ -1,4 +1,4 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
 import { jsonSafeText } from "../Chain/EscrowIndex.ts"
@@ -113,9 +113,9 @@ export const ingestV2Page = (
         const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
         if (more.length > 0) yield* loadBalances(venue, more, state)
         const { secrets } = applyEventsV2(state, events)
-        yield* writeState(venue, state)
+        const writes = stateWrites(sql, venue, state)
         if (secrets.length > 0) {
-          yield* sql`
+          writes.push(sql`
             insert into escrow_v2_secrets ${sql.insert(
               secrets.map((x) => ({
                 venue,
@@ -127,14 +127,22 @@ export const ingestV2Page = (
                 block_number: s(x.blockNumber),
                 block_hash: x.blockHash,
               })),
-            )} on conflict do nothing`
+            )} on conflict do nothing`)
         }
+        // The fold's writes and the page's wake-ups: one statement, one round trip (a data-modifying CTE runs once and
+        // to completion whether or not the query reads it; no two touch one table, and these tables have no triggers
+        // or foreign keys between them). The notifications are delivered at the page's commit.
         const notify = page.notify ?? []
-        if (notify.length > 0) {
-          yield* sql`
-            select pg_notify(n.channel, n.payload)
-            from unnest(${notify.map((n) => n.channel)}::text[], ${notify.map((n) => n.payload)}::text[])
-              as n(channel, payload)`
+        const wake =
+          notify.length > 0
+            ? sql`select pg_notify(n.channel, n.payload)
+                from unnest(${notify.map((n) => n.channel)}::text[], ${notify.map((n) => n.payload)}::text[])
+                  as n(channel, payload)`
+            : sql`select 1`
+        if (writes.length > 0) {
+          yield* sql`with ${sql.csv(writes.map((w, i) => sql`${sql.literal(`w${i}`)} as (${w})`))} ${wake}`
+        } else if (notify.length > 0) {
+          yield* wake
         }
         return events.length
       }),
@@ -330,13 +338,12 @@ const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
     }),
   )
 
-/** Upserts every row of `state` (the touched ones). */
-const writeState = (venue: string, state: IndexStateV2) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      const orders = [...state.orders.values()]
-      if (orders.length > 0) {
-        yield* sql`
+/** The upserts of every row of `state` (the touched ones): one statement fragment per table with rows. */
+const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV2): Array<Statement.Fragment> => {
+  const writes: Array<Statement.Fragment> = []
+  const orders = [...state.orders.values()]
+  if (orders.length > 0) {
+    writes.push(sql`
           insert into escrow_v2_orders ${sql.insert(
             orders.map((o) => ({
               venue,
@@ -359,11 +366,11 @@ const writeState = (venue: string, state: IndexStateV2) =>
             operator = excluded.operator, quote_signer = excluded.quote_signer, available = excluded.available,
             locked = excluded.locked, close_requested = excluded.close_requested, close_dex = excluded.close_dex,
             close_to_margin = excluded.close_to_margin, block_number = excluded.block_number,
-            block_hash = excluded.block_hash`
-      }
-      const balances = [...state.balances.values()]
-      if (balances.length > 0) {
-        yield* sql`
+            block_hash = excluded.block_hash`)
+  }
+  const balances = [...state.balances.values()]
+  if (balances.length > 0) {
+    writes.push(sql`
           insert into escrow_v2_balances ${sql.insert(
             balances.map((b) => ({
               venue,
@@ -374,11 +381,11 @@ const writeState = (venue: string, state: IndexStateV2) =>
             })),
           )}
           on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
-            block_hash = excluded.block_hash`
-      }
-      const locks = [...state.locks.values()]
-      if (locks.length > 0) {
-        yield* sql`
+            block_hash = excluded.block_hash`)
+  }
+  const locks = [...state.locks.values()]
+  if (locks.length > 0) {
+    writes.push(sql`
           insert into escrow_v2_locks ${sql.insert(
             locks.map((l) => ({
               venue,
@@ -414,11 +421,11 @@ const writeState = (venue: string, state: IndexStateV2) =>
           )}
           on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
             refused = excluded.refused, to_owner = excluded.to_owner, secret = excluded.secret,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-      const payments = [...state.payments.values()]
-      if (payments.length > 0) {
-        yield* sql`
+            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  const payments = [...state.payments.values()]
+  if (payments.length > 0) {
+    writes.push(sql`
           insert into escrow_v2_payments ${sql.insert(
             payments.map((p) => ({
               venue,
@@ -441,7 +448,7 @@ const writeState = (venue: string, state: IndexStateV2) =>
             })),
           )}
           on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
-            amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`
-      }
-    }),
-  )
+            amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`)
+  }
+  return writes
+}
