@@ -566,73 +566,73 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
   const orders = [...state.orders.values()]
   if (orders.length > 0) {
     writes.push(sql`
-          insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
-            block_number, block_hash)
-          select ${venue}, * from unnest(
-            ${orders.map((o) => o.orderId)}::text[], ${orders.map((o) => o.owner)}::text[],
-            ${orders.map((o) => o.operator)}::text[], ${orders.map((o) => o.quoteSigner)}::text[],
-            ${orders.map((o) => o.available.toString())}::numeric[], ${orders.map((o) => o.locked.toString())}::numeric[],
-            ${orders.map((o) => o.createdBlock.toString())}::bigint[], ${orders.map((o) => o.blockNumber.toString())}::bigint[],
-            ${orders.map((o) => o.blockHash)}::text[])
-          on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
-            quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
+        block_number, block_hash)
+      select ${venue}, * from unnest(
+        ${orders.map((o) => o.orderId)}::text[], ${orders.map((o) => o.owner)}::text[],
+        ${orders.map((o) => o.operator)}::text[], ${orders.map((o) => o.quoteSigner)}::text[],
+        ${orders.map((o) => o.available.toString())}::numeric[], ${orders.map((o) => o.locked.toString())}::numeric[],
+        ${orders.map((o) => o.createdBlock.toString())}::bigint[], ${orders.map((o) => o.blockNumber.toString())}::bigint[],
+        ${orders.map((o) => o.blockHash)}::text[])
+      on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
+        quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   const balances = [...state.balances.values()]
   if (balances.length > 0) {
     writes.push(sql`
-          insert into escrow_balances (venue, owner, balance, block_number, block_hash)
-          select ${venue}, * from unnest(
-            ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
-            ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
-          on conflict (venue, owner) do update set balance = excluded.balance,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_balances (venue, owner, balance, block_number, block_hash)
+      select ${venue}, * from unnest(
+        ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
+        ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
+      on conflict (venue, owner) do update set balance = excluded.balance,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   const locks = [...state.locks.values()]
   if (locks.length > 0) {
     writes.push(sql`
-          insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
-            refused, secret, created_block, block_number, block_hash)
-          select ${venue}, * from unnest(
-            ${locks.map((l) => l.fillId)}::text[], ${locks.map((l) => l.orderId)}::text[],
-            ${locks.map((l) => l.payer)}::text[], ${locks.map((l) => l.recipient)}::text[],
-            ${locks.map((l) => l.amountOut.toString())}::numeric[], ${locks.map((l) => l.hashlock)}::text[],
-            ${locks.map((l) => l.expiry.toString())}::bigint[], ${locks.map((l) => l.state)}::text[],
-            ${locks.map((l) => l.refused)}::bool[], ${locks.map((l) => l.secret)}::text[],
-            ${locks.map((l) => l.createdBlock.toString())}::bigint[], ${locks.map((l) => l.blockNumber.toString())}::bigint[],
-            ${locks.map((l) => l.blockHash)}::text[])
-          on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
-            secret = excluded.secret, amount_out = excluded.amount_out,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
+        refused, secret, created_block, block_number, block_hash)
+      select ${venue}, * from unnest(
+        ${locks.map((l) => l.fillId)}::text[], ${locks.map((l) => l.orderId)}::text[],
+        ${locks.map((l) => l.payer)}::text[], ${locks.map((l) => l.recipient)}::text[],
+        ${locks.map((l) => l.amountOut.toString())}::numeric[], ${locks.map((l) => l.hashlock)}::text[],
+        ${locks.map((l) => l.expiry.toString())}::bigint[], ${locks.map((l) => l.state)}::text[],
+        ${locks.map((l) => l.refused)}::bool[], ${locks.map((l) => l.secret)}::text[],
+        ${locks.map((l) => l.createdBlock.toString())}::bigint[], ${locks.map((l) => l.blockNumber.toString())}::bigint[],
+        ${locks.map((l) => l.blockHash)}::text[])
+      on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
+        secret = excluded.secret, amount_out = excluded.amount_out,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   const payments = [...state.payments.values()]
   if (payments.length > 0) {
     writes.push(sql`
-          insert into escrow_payments (venue, fill_id, payer, payee, amount_in, hashlock, expiry, state, secret,
-            created_block, block_number, block_hash)
-          select ${venue}, * from unnest(
-            ${payments.map((p) => p.fillId)}::text[], ${payments.map((p) => p.payer)}::text[],
-            ${payments.map((p) => p.payee)}::text[], ${payments.map((p) => p.amountIn.toString())}::numeric[],
-            ${payments.map((p) => p.hashlock)}::text[], ${payments.map((p) => p.expiry.toString())}::bigint[],
-            ${payments.map((p) => p.state)}::text[], ${payments.map((p) => p.secret)}::text[],
-            ${payments.map((p) => p.createdBlock.toString())}::bigint[],
-            ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
-          on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_payments (venue, fill_id, payer, payee, amount_in, hashlock, expiry, state, secret,
+        created_block, block_number, block_hash)
+      select ${venue}, * from unnest(
+        ${payments.map((p) => p.fillId)}::text[], ${payments.map((p) => p.payer)}::text[],
+        ${payments.map((p) => p.payee)}::text[], ${payments.map((p) => p.amountIn.toString())}::numeric[],
+        ${payments.map((p) => p.hashlock)}::text[], ${payments.map((p) => p.expiry.toString())}::bigint[],
+        ${payments.map((p) => p.state)}::text[], ${payments.map((p) => p.secret)}::text[],
+        ${payments.map((p) => p.createdBlock.toString())}::bigint[],
+        ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
+      on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   const legacy = [...state.legacy.values()]
   if (legacy.length > 0) {
     writes.push(sql`
-          insert into legacy_offers (venue, contract, offer_id, owner, amount, refund_at, reclaimed, created_block,
-            block_number, block_hash)
-          select ${venue}, * from unnest(
-            ${legacy.map((o) => o.contract)}::text[], ${legacy.map((o) => o.offerId.toString())}::numeric[],
-            ${legacy.map((o) => o.owner)}::text[], ${legacy.map((o) => o.amount.toString())}::numeric[],
-            ${legacy.map((o) => o.refundAt.toString())}::bigint[], ${legacy.map((o) => o.reclaimed)}::bool[],
-            ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
-            ${legacy.map((o) => o.blockHash)}::text[])
-          on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into legacy_offers (venue, contract, offer_id, owner, amount, refund_at, reclaimed, created_block,
+        block_number, block_hash)
+      select ${venue}, * from unnest(
+        ${legacy.map((o) => o.contract)}::text[], ${legacy.map((o) => o.offerId.toString())}::numeric[],
+        ${legacy.map((o) => o.owner)}::text[], ${legacy.map((o) => o.amount.toString())}::numeric[],
+        ${legacy.map((o) => o.refundAt.toString())}::bigint[], ${legacy.map((o) => o.reclaimed)}::bool[],
+        ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
+        ${legacy.map((o) => o.blockHash)}::text[])
+      on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   return writes
 }

@@ -83,11 +83,26 @@ export const ingestV2Page = (
       page.events.length,
       Effect.gen(function* () {
         const { venue, events } = page
+        // One statement: moving the cursor both checks it (still fromBlock - 1) and locks its row until commit, and
+        // the page's events are inserted only if it moved (as the v1 page does, src/Escrow/ChainIndex.ts).
         const moved = yield* sql<{ venue: string }>`
-          update escrow_v2_cursor set indexed_block = ${s(page.toBlock)}, indexed_hash = ${page.toHash.toLowerCase()},
-            updated_at = now()
-          where venue = ${venue} and indexed_block = ${s(page.fromBlock - 1n)}
-          returning venue`
+          with moved as (
+            update escrow_v2_cursor set indexed_block = ${s(page.toBlock)}, indexed_hash = ${page.toHash.toLowerCase()},
+              updated_at = now()
+            where venue = ${venue} and indexed_block = ${s(page.fromBlock - 1n)}
+            returning venue
+          ), inserted as (
+            insert into escrow_v2_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
+            select ${venue}, b, l, bh, th, c, e, a from rows from (
+              unnest(${events.map((e) => s(e.blockNumber))}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
+              unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
+              unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]),
+              unnest(${events.map((e) => e.contract)}::text[]), unnest(${events.map((e) => e.decoded.eventName)}::text[]),
+              jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
+            ) as t(b, l, bh, th, c, e, a)
+            where exists (select from moved)
+          )
+          select venue from moved`
         if (moved.length === 0) {
           const cursor = yield* v2Cursor(venue)
           return yield* Effect.fail(
@@ -95,19 +110,6 @@ export const ingestV2Page = (
           )
         }
         if (events.length === 0) return 0
-        yield* sql`
-          insert into escrow_v2_events ${sql.insert(
-            events.map((e) => ({
-              venue,
-              block_number: s(e.blockNumber),
-              log_index: e.logIndex,
-              block_hash: e.blockHash.toLowerCase(),
-              tx_hash: e.txHash.toLowerCase(),
-              contract: e.contract,
-              event: e.decoded.eventName,
-              args: jsonSafeText(e.decoded.args),
-            })),
-          )}`
         const keys = touchedKeysV2(events)
         const state = yield* loadTouched(venue, keys)
         const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
@@ -344,111 +346,111 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV
   const orders = [...state.orders.values()]
   if (orders.length > 0) {
     writes.push(sql`
-          insert into escrow_v2_orders ${sql.insert(
-            orders.map((o) => ({
-              venue,
-              owner: o.owner,
-              order_id: o.orderId,
-              order_key: o.orderKey,
-              operator: o.operator,
-              quote_signer: o.quoteSigner,
-              available: s(o.available),
-              locked: s(o.locked),
-              close_requested: o.closeRequested,
-              close_dex: o.closeDex,
-              close_to_margin: o.closeToMargin,
-              created_block: s(o.createdBlock),
-              block_number: s(o.blockNumber),
-              block_hash: o.blockHash,
-            })),
-          )}
-          on conflict (venue, order_key) do update set owner = excluded.owner, order_id = excluded.order_id,
-            operator = excluded.operator, quote_signer = excluded.quote_signer, available = excluded.available,
-            locked = excluded.locked, close_requested = excluded.close_requested, close_dex = excluded.close_dex,
-            close_to_margin = excluded.close_to_margin, block_number = excluded.block_number,
-            block_hash = excluded.block_hash`)
+      insert into escrow_v2_orders ${sql.insert(
+        orders.map((o) => ({
+          venue,
+          owner: o.owner,
+          order_id: o.orderId,
+          order_key: o.orderKey,
+          operator: o.operator,
+          quote_signer: o.quoteSigner,
+          available: s(o.available),
+          locked: s(o.locked),
+          close_requested: o.closeRequested,
+          close_dex: o.closeDex,
+          close_to_margin: o.closeToMargin,
+          created_block: s(o.createdBlock),
+          block_number: s(o.blockNumber),
+          block_hash: o.blockHash,
+        })),
+      )}
+      on conflict (venue, order_key) do update set owner = excluded.owner, order_id = excluded.order_id,
+        operator = excluded.operator, quote_signer = excluded.quote_signer, available = excluded.available,
+        locked = excluded.locked, close_requested = excluded.close_requested, close_dex = excluded.close_dex,
+        close_to_margin = excluded.close_to_margin, block_number = excluded.block_number,
+        block_hash = excluded.block_hash`)
   }
   const balances = [...state.balances.values()]
   if (balances.length > 0) {
     writes.push(sql`
-          insert into escrow_v2_balances ${sql.insert(
-            balances.map((b) => ({
-              venue,
-              owner: b.owner,
-              balance: s(b.balance),
-              block_number: s(b.blockNumber),
-              block_hash: b.blockHash,
-            })),
-          )}
-          on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
-            block_hash = excluded.block_hash`)
+      insert into escrow_v2_balances ${sql.insert(
+        balances.map((b) => ({
+          venue,
+          owner: b.owner,
+          balance: s(b.balance),
+          block_number: s(b.blockNumber),
+          block_hash: b.blockHash,
+        })),
+      )}
+      on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
+        block_hash = excluded.block_hash`)
   }
   const locks = [...state.locks.values()]
   if (locks.length > 0) {
     writes.push(sql`
-          insert into escrow_v2_locks ${sql.insert(
-            locks.map((l) => ({
-              venue,
-              fill_digest: l.fillDigest,
-              state: l.state,
-              order_key: l.orderKey,
-              owner: l.owner,
-              order_id: l.orderId,
-              sequence: s(l.sequence),
-              payer: l.payer,
-              recipient: l.recipient,
-              amount_in: s(l.amountIn),
-              amount_out: s(l.amountOut),
-              dex: l.dex,
-              to_margin: l.toMargin,
-              hashlock: l.hashlock,
-              hashlock_index: l.hashlockIndex,
-              expiry: s(l.expiry),
-              taker_expiry: s(l.takerExpiry),
-              pay_key: l.payKey,
-              pay_by: s(l.payBy),
-              quote_set_digest: l.quoteSetDigest,
-              quote_index: sOrNull(l.quoteIndex),
-              refused: l.refused,
-              to_owner: l.toOwner,
-              secret: l.secret,
-              fill: l.fill === null ? null : JSON.stringify(l.fill),
-              created_block: s(l.createdBlock),
-              tx_hash: l.txHash,
-              block_number: s(l.blockNumber),
-              block_hash: l.blockHash,
-            })),
-          )}
-          on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
-            refused = excluded.refused, to_owner = excluded.to_owner, secret = excluded.secret,
-            block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_v2_locks ${sql.insert(
+        locks.map((l) => ({
+          venue,
+          fill_digest: l.fillDigest,
+          state: l.state,
+          order_key: l.orderKey,
+          owner: l.owner,
+          order_id: l.orderId,
+          sequence: s(l.sequence),
+          payer: l.payer,
+          recipient: l.recipient,
+          amount_in: s(l.amountIn),
+          amount_out: s(l.amountOut),
+          dex: l.dex,
+          to_margin: l.toMargin,
+          hashlock: l.hashlock,
+          hashlock_index: l.hashlockIndex,
+          expiry: s(l.expiry),
+          taker_expiry: s(l.takerExpiry),
+          pay_key: l.payKey,
+          pay_by: s(l.payBy),
+          quote_set_digest: l.quoteSetDigest,
+          quote_index: sOrNull(l.quoteIndex),
+          refused: l.refused,
+          to_owner: l.toOwner,
+          secret: l.secret,
+          fill: l.fill === null ? null : JSON.stringify(l.fill),
+          created_block: s(l.createdBlock),
+          tx_hash: l.txHash,
+          block_number: s(l.blockNumber),
+          block_hash: l.blockHash,
+        })),
+      )}
+      on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
+        refused = excluded.refused, to_owner = excluded.to_owner, secret = excluded.secret,
+        block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   const payments = [...state.payments.values()]
   if (payments.length > 0) {
     writes.push(sql`
-          insert into escrow_v2_payments ${sql.insert(
-            payments.map((p) => ({
-              venue,
-              fill_digest: p.fillDigest,
-              state: p.state,
-              payer: p.payer,
-              payee: p.payee,
-              amount_in: s(p.amountIn),
-              hashlock: p.hashlock,
-              expiry: s(p.expiry),
-              pay_key: p.payKey,
-              pay_by: s(p.payBy),
-              pay_take_digest: p.payTakeDigest,
-              secret: p.secret,
-              fill: p.fill === null ? null : JSON.stringify(p.fill),
-              created_block: s(p.createdBlock),
-              tx_hash: p.txHash,
-              block_number: s(p.blockNumber),
-              block_hash: p.blockHash,
-            })),
-          )}
-          on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
-            amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`)
+      insert into escrow_v2_payments ${sql.insert(
+        payments.map((p) => ({
+          venue,
+          fill_digest: p.fillDigest,
+          state: p.state,
+          payer: p.payer,
+          payee: p.payee,
+          amount_in: s(p.amountIn),
+          hashlock: p.hashlock,
+          expiry: s(p.expiry),
+          pay_key: p.payKey,
+          pay_by: s(p.payBy),
+          pay_take_digest: p.payTakeDigest,
+          secret: p.secret,
+          fill: p.fill === null ? null : JSON.stringify(p.fill),
+          created_block: s(p.createdBlock),
+          tx_hash: p.txHash,
+          block_number: s(p.blockNumber),
+          block_hash: p.blockHash,
+        })),
+      )}
+      on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
+        amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
   return writes
 }

@@ -347,9 +347,14 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
 
         // Replaying a page: refused by the cursor, nothing changes.
         const snapshot = yield* Effect.all(
-          ["escrow_v2_orders", "escrow_v2_locks", "escrow_v2_payments", "escrow_v2_secrets", "escrow_v2_balances"].map(
-            (tname) => rows(tname, "hyperliquid"),
-          ),
+          [
+            "escrow_v2_orders",
+            "escrow_v2_locks",
+            "escrow_v2_payments",
+            "escrow_v2_secrets",
+            "escrow_v2_balances",
+            "escrow_v2_events",
+          ].map((tname) => rows(tname, "hyperliquid")),
         )
         const deployBlock = BigInt(m.deployment.contracts.escrowV2!.block)
         const head = (yield* v2Cursor("hyperliquid"))!.indexedBlock
@@ -365,9 +370,14 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
         }).pipe(Effect.flip)
         expect(replay).toBeInstanceOf(CursorMoved)
         const after = yield* Effect.all(
-          ["escrow_v2_orders", "escrow_v2_locks", "escrow_v2_payments", "escrow_v2_secrets", "escrow_v2_balances"].map(
-            (tname) => rows(tname, "hyperliquid"),
-          ),
+          [
+            "escrow_v2_orders",
+            "escrow_v2_locks",
+            "escrow_v2_payments",
+            "escrow_v2_secrets",
+            "escrow_v2_balances",
+            "escrow_v2_events",
+          ].map((tname) => rows(tname, "hyperliquid")),
         )
         expect(after).toEqual(snapshot)
         // A fresh poll re-reads nothing already indexed.
