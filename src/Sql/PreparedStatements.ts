@@ -15,6 +15,9 @@
  * - A prepared statement whose result type a migration changed fails with "cached plan must not change result
  *   type" on a connection that prepared it before: that one call fails (a defect, as any SqlError), and the text is
  *   never named again in this process, so the next call re-plans it unnamed.
+ * - A generic plan is made from the statistics of its moment. A table first read while nearly empty and never
+ *   analysed keeps a plan that can cost rows × keys once it has grown, until an ANALYZE invalidates it: loops that
+ *   fill tables in bulk analyse them as they grow (BulkStatistics.ts).
  * - Not for a proxy that pools transactions (PgBouncer in transaction mode before 1.21): a statement parsed on one
  *   server connection would be executed on another. DATABASE_URL must reach PostgreSQL or a session-pooling proxy.
  */
