@@ -10,7 +10,7 @@ import { takeTimesV2 } from "../Domain/TakeTimingV2.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
 import { type CachedSet, cachedSet, rememberSet } from "../Orders/HashlockTreeCache.ts"
 import { randomUuid } from "../SecureRandom.ts"
-import { appendJournal } from "../Sql/Journal.ts"
+import { journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 import { TakeNoLiquidity } from "./Errors.ts"
 import {
   HOLDS_HASHLOCK_INDEX,
@@ -36,6 +36,25 @@ export interface TakeV2Context {
   readonly payKey: string
   readonly nowSeconds: bigint
   readonly permit: { readonly domain: TokenDomain; readonly nonce: bigint }
+}
+
+/** A fill of the take, written with the take in one statement (column arrays). */
+interface FillRow {
+  readonly id: string
+  readonly orderId: string
+  readonly fillKey: string
+  readonly sequence: string
+  readonly quoteIndex: number
+  readonly identityId: string
+  readonly amountIn: string
+  readonly amountOut: string
+  readonly payee: string
+  readonly hashlock: string
+  /** The EIP-712 message as the taker signs it (wire form). */
+  readonly fill: Record<string, unknown>
+  readonly digest: string
+  readonly index: number
+  readonly proof: unknown
 }
 
 const setKey = (orderId: string, sequence: string | bigint) => `${orderId}/${sequence}`
@@ -65,6 +84,7 @@ const freeIndexes = (orderId: string, sequence: bigint, count: number, limit: nu
  * hashlock at that index of the published set and its Merkle proof, and builds the v2 Fill
  * (times from takeTimesV2, src/Domain/TakeTimingV2.ts, which explains them) and its digest. `to_sign`: the permit
  * (Σ amountIn to the taker v2 escrow, deadline payBy), then one `margin_move` per fill with its claimed `digest`.
+ * The take, its fills and its journal row are then one statement.
  * No secret exists here: the maker derives them and reveals on chain.
  */
 export const reserveTakeV2 = (c: TakeV2Context) =>
@@ -104,18 +124,6 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
     const times = takeTimesV2(c.nowSeconds, c.deployment.settlement, c.deployment.limits.pay_window_seconds)
 
     const takeId = yield* randomUuid
-    const inserted = yield* sql`
-      insert into takes (id, master, client_take_id, from_venue, to_venue, amount_in, min_out, payer, recipient,
-        max_parts, total_in, total_out, state, pay_deadline, to_sign, created_at, updated_at, escrow_version,
-        pay_key_address, pay_by)
-      values (${takeId}::uuid, ${c.master}, ${c.clientTakeId}, ${c.from.id}, ${c.to.id}, ${c.amountIn.toString()},
-        ${c.minOut.toString()}, ${c.payer}, ${c.recipient}, ${c.maxParts}, ${route.totalIn.toString()},
-        ${route.totalOut.toString()}, 'reserved', to_timestamp(${times.payDeadline.toString()}::bigint), '[]'::jsonb,
-        now(), now(), 2, ${c.payKey}, ${times.payBy.toString()})
-      on conflict (master, client_take_id) do nothing
-      returning id`
-    if (inserted.length === 0) return { _tag: "Raced" as const }
-
     const items: Array<TakeSignItem> = [
       {
         kind: "permit",
@@ -140,6 +148,7 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
       wanted.set(key, (wanted.get(key) ?? 0) + 1)
     }
     const journalFills: Array<Record<string, string | number>> = []
+    const fillRows: Array<FillRow> = []
     for (const part of route.fills) {
       const row = byKey.get(`${setKey(part.orderId, part.sequence)}/${part.quoteIndex}`)!
       const key = setKey(part.orderId, part.sequence)
@@ -194,17 +203,22 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
       const digest = fillDigest(fill)
       const typed = toWireTypedData(fillV2TypedData(fill)) as { message: Record<string, unknown> }
       items.push({ kind: "margin_move", signer: c.payer, typed_data: typed, fill_id: fillId, digest })
-      yield* sql`
-        insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at,
-          fill_key, maker_venue, sequence, quote_index, quote_identity_id, amount_in, amount_out, payee,
-          recipient, hashlock, secret_ciphertext, maker_expiry, taker_expiry, fill, fill_digest, hashlock_index,
-          hashlock_proof, pay_by)
-        values (${fillId}::uuid, ${takeId}::uuid, ${part.orderId}, ${c.from.id}, ${c.payer}, 'reserved', false,
-          now(), now(), ${fill.fillId}, ${c.to.id}, ${part.sequence.toString()}, ${part.quoteIndex},
-          ${row.identity_id}::uuid, ${part.amountIn.toString()}, ${part.amountOut.toString()}, ${fill.payee},
-          ${c.recipient}, ${fill.hashlock}, null, ${times.makerExpiry.toString()}, ${times.takerExpiry.toString()},
-          ${JSON.stringify(typed.message)}::jsonb, ${digest}, ${index}, ${JSON.stringify(tree.proof(index))}::jsonb,
-          ${times.payBy.toString()})`
+      fillRows.push({
+        id: fillId,
+        orderId: part.orderId,
+        fillKey: fill.fillId,
+        sequence: part.sequence.toString(),
+        quoteIndex: part.quoteIndex,
+        identityId: row.identity_id,
+        amountIn: part.amountIn.toString(),
+        amountOut: part.amountOut.toString(),
+        payee: fill.payee,
+        hashlock: fill.hashlock,
+        fill: typed.message,
+        digest,
+        index,
+        proof: tree.proof(index),
+      })
       journalFills.push({
         fill_id: fillId,
         order_id: part.orderId,
@@ -213,8 +227,7 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
         fill_digest: digest,
       })
     }
-    yield* sql`update takes set to_sign = ${JSON.stringify(items)}::jsonb where id = ${takeId}::uuid`
-    yield* appendJournal({
+    const created = {
       kind: "take.created",
       master: c.master,
       payload: {
@@ -229,6 +242,46 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
         total_out: route.totalOut.toString(),
         fills: journalFills,
       },
-    })
+    }
+    // The take, its fills and its journal row: one statement, the last under the order rows' locks before COMMIT
+    // (each round trip here is time other takes on these orders wait). The fills and the row are written only if
+    // the take was (a concurrent request with the same client id: Raced, nothing written).
+    const inserted = yield* sql<{ id: string; notified: number }>`
+      with take as (
+        insert into takes (id, master, client_take_id, from_venue, to_venue, amount_in, min_out, payer, recipient,
+          max_parts, total_in, total_out, state, pay_deadline, to_sign, created_at, updated_at, escrow_version,
+          pay_key_address, pay_by)
+        values (${takeId}::uuid, ${c.master}, ${c.clientTakeId}, ${c.from.id}, ${c.to.id}, ${c.amountIn.toString()},
+          ${c.minOut.toString()}, ${c.payer}, ${c.recipient}, ${c.maxParts}, ${route.totalIn.toString()},
+          ${route.totalOut.toString()}, 'reserved', to_timestamp(${times.payDeadline.toString()}::bigint),
+          ${JSON.stringify(items)}::jsonb, now(), now(), 2, ${c.payKey}, ${times.payBy.toString()})
+        on conflict (master, client_take_id) do nothing
+        returning id
+      ), fills as (
+        insert into fills (id, take_id, order_id, taker_venue, payer, state, final, created_at, updated_at,
+          fill_key, maker_venue, sequence, quote_index, quote_identity_id, amount_in, amount_out, payee,
+          recipient, hashlock, secret_ciphertext, maker_expiry, taker_expiry, fill, fill_digest, hashlock_index,
+          hashlock_proof, pay_by)
+        select f.id, ${takeId}::uuid, f.order_id, ${c.from.id}, ${c.payer}, 'reserved', false, now(), now(),
+          f.fill_key, ${c.to.id}, f.sequence, f.quote_index, f.identity_id, f.amount_in, f.amount_out, f.payee,
+          ${c.recipient}, f.hashlock, null, ${times.makerExpiry.toString()}, ${times.takerExpiry.toString()}, f.fill,
+          f.digest, f.index, f.proof, ${times.payBy.toString()}
+        from rows from (
+          unnest(${fillRows.map((f) => f.id)}::uuid[]), unnest(${fillRows.map((f) => f.orderId)}::text[]),
+          unnest(${fillRows.map((f) => f.fillKey)}::text[]), unnest(${fillRows.map((f) => f.sequence)}::bigint[]),
+          unnest(${fillRows.map((f) => f.quoteIndex)}::int[]), unnest(${fillRows.map((f) => f.identityId)}::uuid[]),
+          unnest(${fillRows.map((f) => f.amountIn)}::numeric[]), unnest(${fillRows.map((f) => f.amountOut)}::numeric[]),
+          unnest(${fillRows.map((f) => f.payee)}::text[]), unnest(${fillRows.map((f) => f.hashlock)}::text[]),
+          jsonb_array_elements(${JSON.stringify(fillRows.map((f) => f.fill))}::jsonb),
+          unnest(${fillRows.map((f) => f.digest)}::text[]), unnest(${fillRows.map((f) => f.index)}::int[]),
+          jsonb_array_elements(${JSON.stringify(fillRows.map((f) => f.proof))}::jsonb)
+        ) as f(id, order_id, fill_key, sequence, quote_index, identity_id, amount_in, amount_out, payee, hashlock, fill,
+          digest, index, proof)
+        where exists (select 1 from take)
+      ), appended as (${journalRowsInsert(sql, [created], sql`exists (select 1 from take)`)})
+      select take.id::text as id,
+        (select count(*)::int from (${journalNotify(sql, [])}) n where exists (select 1 from appended)) as notified
+      from take`
+    if (inserted.length === 0) return { _tag: "Raced" as const }
     return { _tag: "Created" as const, takeId }
   })
