@@ -39,6 +39,18 @@ const reltuples = (tables: ReadonlyArray<string>) =>
 /** Full-width values, as the watcher writes them: the planner weighs a row's width against an index descent. */
 const ADDRESS = `0x${"ab".repeat(20)}`
 const HASH = `0x${"cd".repeat(32)}`
+/** Orders `from`..`to` of one venue, full width, owners spread over 50 addresses. */
+const insertOrders = (from: number, to: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
+        block_number, block_hash)
+      select 'hyperliquid', '0x' || lpad(to_hex(i), 64, '0'), '0x' || lpad(to_hex(i % 50), 40, '0'), ${ADDRESS},
+        ${ADDRESS}, 1000000, 0, i, i, ${HASH}
+      from generate_series(${from}::int, ${to}::int) as i`,
+  )
+
 const order = (i: number) => `0x${i.toString(16).padStart(64, "0")}`
 
 describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () => {
@@ -74,12 +86,7 @@ describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () 
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       yield* noAutovacuum(TOUCHED_TABLES)
-      yield* sql`
-        insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
-          block_number, block_hash)
-        select 'hyperliquid', '0x' || lpad(to_hex(i), 64, '0'), '0x' || lpad(to_hex(i % 50), 40, '0'), ${ADDRESS},
-          ${ADDRESS}, 1000000, 0, i, i, ${HASH}
-        from generate_series(1, ${1_400}::int) as i`
+      yield* insertOrders(1, 1_400)
       // The watcher's lookup (src/Escrow/ChainIndex.ts, loadTouched), run as a page runs it while the table is tiny:
       // named on its second use, then planned generically.
       const ids = Array.from({ length: 500 }, (_, i) => order(100_000 + i))
@@ -97,12 +104,7 @@ describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () 
         (rows) => rows.map((r) => r["QUERY PLAN"].slice(0, 120)),
       )
       // A backlog's pages grow the table to thousands of orders of the one venue.
-      yield* sql`
-        insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked, created_block,
-          block_number, block_hash)
-        select 'hyperliquid', '0x' || lpad(to_hex(i), 64, '0'), '0x' || lpad(to_hex(i % 50), 40, '0'), ${ADDRESS},
-          ${ADDRESS}, 1000000, 0, i, i, ${HASH}
-        from generate_series(1_401, ${6_000}::int) as i`
+      yield* insertOrders(1_401, 6_000)
       // The trap, as the ingest bench met it: the generic plan reads every row of the venue through the owner index
       // and tests each against the 500 ids one by one (a parameter array is not hashed): rows × ids per page.
       const byParameter = /Filter: .*ANY \(\$2\)/

@@ -106,6 +106,16 @@ const send = async (
 }
 const now = async (c: TestChain) => (await c.pub.getBlock()).timestamp
 
+/** Every table a v2 page writes (a refused replay must leave each as it was). */
+const INDEX_TABLES_V2 = [
+  "escrow_v2_orders",
+  "escrow_v2_locks",
+  "escrow_v2_payments",
+  "escrow_v2_secrets",
+  "escrow_v2_balances",
+  "escrow_v2_events",
+]
+
 const rows = (table: string, venue: string) =>
   Effect.flatMap(
     SqlClient.SqlClient,
@@ -346,16 +356,7 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
         )
 
         // Replaying a page: refused by the cursor, nothing changes.
-        const snapshot = yield* Effect.all(
-          [
-            "escrow_v2_orders",
-            "escrow_v2_locks",
-            "escrow_v2_payments",
-            "escrow_v2_secrets",
-            "escrow_v2_balances",
-            "escrow_v2_events",
-          ].map((tname) => rows(tname, "hyperliquid")),
-        )
+        const snapshot = yield* Effect.all(INDEX_TABLES_V2.map((tname) => rows(tname, "hyperliquid")))
         const deployBlock = BigInt(m.deployment.contracts.escrowV2!.block)
         const head = (yield* v2Cursor("hyperliquid"))!.indexedBlock
         const logs = yield* Effect.promise(() =>
@@ -369,16 +370,7 @@ layer(chainsLive, { timeout: "240 seconds", excludeTestServices: true })("v2 esc
           events: decodeV2Logs(logs, m.escrowV2!),
         }).pipe(Effect.flip)
         expect(replay).toBeInstanceOf(CursorMoved)
-        const after = yield* Effect.all(
-          [
-            "escrow_v2_orders",
-            "escrow_v2_locks",
-            "escrow_v2_payments",
-            "escrow_v2_secrets",
-            "escrow_v2_balances",
-            "escrow_v2_events",
-          ].map((tname) => rows(tname, "hyperliquid")),
-        )
+        const after = yield* Effect.all(INDEX_TABLES_V2.map((tname) => rows(tname, "hyperliquid")))
         expect(after).toEqual(snapshot)
         // A fresh poll re-reads nothing already indexed.
         yield* catchUp(0)
