@@ -43,8 +43,9 @@ export const makeBulkStatistics = (tables: ReadonlyArray<string>, firstAt = FIRS
         Effect.annotateLogs({ tables: tables.join(","), rows_added: rows, duration_ms: ms }),
       )
     }).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logWarning("ANALYZE after bulk writes failed; autovacuum will refresh the statistics", cause),
+      // The statement's failure only (an interruption of the watcher stays one).
+      Effect.catchAll((error) =>
+        Effect.logWarning("ANALYZE after bulk writes failed; autovacuum will refresh the statistics", error),
       ),
     )
   return {

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { TOUCHED_TABLES } from "../../src/Escrow/ChainIndex.ts"
 import { TOUCHED_TABLES_V2 } from "../../src/Escrow/ChainIndexV2.ts"
 import { FIRST_AT, makeBulkStatistics } from "../../src/Sql/BulkStatistics.ts"
@@ -79,6 +79,9 @@ describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () 
       expect(yield* analysed).toBe(0)
       yield* statistics.added(50)
       expect(yield* analysed).toBe(150)
+      // A failing ANALYZE (here a table that does not exist) is logged, never the watcher's failure.
+      const failing = makeBulkStatistics(["no_such_table"], 1)
+      expect(Exit.isSuccess(yield* Effect.exit(failing.added(1)))).toBe(true)
     }).pipe(Effect.provide(Migrated)),
   )
 
