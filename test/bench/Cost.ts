@@ -19,6 +19,8 @@ import { Effect } from "effect"
  */
 export interface CostSnapshot {
   readonly cpuMs: number
+  /** cpuMs by kind of process (treeCpuByKind). */
+  readonly cpuByKind: ReadonlyMap<string, number>
   /** null when pg_stat_statements is not loaded. */
   readonly statements: number | null
   /** Calls and execution time (ms) per normalised query, only when BENCH_STATEMENT_TOP is set. */
@@ -48,15 +50,31 @@ const readStat = (pid: number): { ppid: number; own: number; reaped: number } | 
   }
 }
 
-/** CPU ms of `root` and all its live descendants, plus the children it already reaped. */
-export const treeCpuMs = (root: number = process.pid): number => {
+/** What a process of the tree is, from its command line: the service, the maker client, postgres, anvil, … */
+const kindOf = (pid: number, root: number): string => {
+  if (pid === root) return "bench"
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")
+    if (argv.some((a) => a.endsWith("src/main.ts"))) return "service"
+    if (argv.some((a) => a.includes("infra/maker/"))) return "maker"
+    return argv[0]!.split("/").at(-1)!.split(":")[0]! || "other"
+  } catch {
+    return "other"
+  }
+}
+
+/**
+ * CPU ms of `root` and all its live descendants, plus the children each already reaped, by kind of process
+ * (kindOf; a reaped child counts for its parent's kind: PostgreSQL's finished backends for `postgres`).
+ */
+export const treeCpuByKind = (root: number = process.pid): Map<string, number> => {
   const stats = new Map<number, { ppid: number; own: number; reaped: number }>()
   let pids: Array<string> = []
   try {
     pids = readdirSync("/proc").filter((d) => /^\d+$/.test(d))
   } catch {
     const u = process.cpuUsage()
-    return (u.user + u.system) / 1000
+    return new Map([["bench", (u.user + u.system) / 1000]])
   }
   for (const p of pids) {
     const s = readStat(Number(p))
@@ -64,17 +82,22 @@ export const treeCpuMs = (root: number = process.pid): number => {
   }
   const children = new Map<number, Array<number>>()
   for (const [pid, s] of stats) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pid])
-  let total = 0
+  const byKind = new Map<string, number>()
   const stack = [root]
   while (stack.length > 0) {
     const pid = stack.pop()!
     const s = stats.get(pid)
     if (s === undefined) continue
-    total += s.own + s.reaped
+    const kind = kindOf(pid, root)
+    byKind.set(kind, (byKind.get(kind) ?? 0) + s.own + s.reaped)
     stack.push(...(children.get(pid) ?? []))
   }
-  return total
+  return byKind
 }
+
+/** CPU ms of `root` and all its live descendants, plus the children it already reaped. */
+export const treeCpuMs = (root: number = process.pid): number =>
+  [...treeCpuByKind(root).values()].reduce((a, b) => a + b, 0)
 
 const statementCount = (sql: SqlClient.SqlClient) =>
   Effect.gen(function* () {
@@ -121,17 +144,32 @@ const printTop = (before: ReadonlyMap<string, QueryTotals>, after: ReadonlyMap<s
     )
 }
 
+/**
+ * Where a unit's CPU went, one line: ms per unit by kind of process, largest first. A process that started and
+ * exited inside the phase without being reaped by one of the tree is missed (none of the benches has one).
+ */
+const printByKind = (before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, n: number) => {
+  const parts = [...after]
+    .map(([kind, ms]) => [kind, (ms - (before.get(kind) ?? 0)) / n] as const)
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind, ms]) => `${kind} ${ms.toPrecision(3)}`)
+  console.log(`CPU ms per unit by process (of ${n} units): ${parts.join(", ")}`)
+}
+
 export const costMeter = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const snapshot: Effect.Effect<CostSnapshot> = Effect.gen(function* () {
     const statements = yield* statementCount(sql)
     const byQuery = TOP > 0 && statements !== null ? yield* callsByQuery(sql) : null
-    return { cpuMs: treeCpuMs(), statements, byQuery }
+    const cpu = treeCpuByKind()
+    return { cpuMs: [...cpu.values()].reduce((a, b) => a + b, 0), cpuByKind: cpu, statements, byQuery }
   })
   const perUnit = (before: CostSnapshot, units: number): Effect.Effect<PerUnit> =>
     Effect.map(snapshot, (after) => {
       const n = Math.max(1, units)
       if (before.byQuery !== null && after.byQuery !== null) printTop(before.byQuery, after.byQuery, n)
+      printByKind(before.cpuByKind, after.cpuByKind, n)
       return {
         cpuMs: (after.cpuMs - before.cpuMs) / n,
         statements:
