@@ -78,8 +78,15 @@ const baseline = async (c: TestChain) => {
         },
       )
     if (done) break
-    if (performance.now() - started > DEADLINE_SECONDS * 1000) throw new Error("the raw sends were not all mined")
     const mined = await c.pub.getTransactionCount({ address: sender.address })
+    if (performance.now() - started > DEADLINE_SECONDS * 1000) {
+      // What anvil holds, for the next look: its pool's counts (anvil answers txpool_status).
+      const pool = await c.pub.request({ method: "txpool_status" } as never).catch((e: unknown) => String(e))
+      throw new Error(
+        `the raw sends were not all mined in ${DEADLINE_SECONDS} s: ${mined - first} of ${raws.length} ` +
+          `(nonces ${first}..${nonce - 1}), ${rebroadcasts} sent again; txpool_status ${JSON.stringify(pool)}`,
+      )
+    }
     const missing = raws.slice(mined - first)
     rebroadcasts += missing.length
     await Promise.all(

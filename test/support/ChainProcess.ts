@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { appendFileSync } from "node:fs"
 import { Effect } from "effect"
 
 /**
@@ -19,7 +20,11 @@ export const spawnService = (env: Record<string, string>): CrashableService => {
     stdio: ["ignore", "pipe", "pipe"],
   })
   let out = ""
+  // SERVICE_LOG=<file>: every line the service writes is appended there too (a bench's whole timeline, e.g. each
+  // fill's transitions and relayer steps by time), where `output` keeps only the last 20 kB.
+  const logFile = process.env.SERVICE_LOG
   const keep = (d: Buffer) => {
+    if (logFile) appendFileSync(logFile, d)
     out = (out + d.toString()).slice(-20_000)
   }
   child.stdout?.on("data", keep)
