@@ -20,6 +20,11 @@
  *   raw:     the same protocol, same safe order, by funded keys with viem, each take its own order and keys
  *            (test/bench/SettleV2Raw.ts); from lock sent to Claimed mined.
  *
+ * BENCH_WATCHER (JSON) is merged into both venues' watcher settings, e.g. '{"poll_ms":1000,"head_poll_ms":20}' to poll
+ * on each new head instead of every 100 ms (the e2e stack's): on 2 cores that cost more CPU than it saved (two
+ * alternating pairs, 2026-11-29: p50 2.49 / 2.56 / 2.03 / 1.89 s, 645–930 ms CPU per fill, against 1.91 / 1.56 /
+ * 1.85 / 1.67 s, 552–680 ms).
+ *
  * Per size: fills/s of both (n / time from the first take started to the last Claimed seen) and their ratio,
  * signature → credit p50/p99 of both, and per fill the CPU ms of the whole process tree (this process, the service,
  * the maker client, both anvils, PostgreSQL) and the database statements (pg_stat_statements, loaded when
@@ -88,7 +93,11 @@ interface Point {
 
 const program = Effect.gen(function* () {
   const url = yield* testDatabaseUrl
-  const { stack: s } = yield* v2Stack(url, { limits: LIMITS, ...(INTERVAL ? { blockTime: 1 } : {}) })
+  const { stack: s } = yield* v2Stack(url, {
+    limits: LIMITS,
+    ...(INTERVAL ? { blockTime: 1 } : {}),
+    ...(process.env.BENCH_WATCHER ? { watcher: JSON.parse(process.env.BENCH_WATCHER) } : {}),
+  })
   const procs: { service?: Effect.Effect.Success<ReturnType<typeof startV2Service>>; maker?: MakerProcess } = {}
   yield* Effect.addFinalizer(() =>
     Effect.all([

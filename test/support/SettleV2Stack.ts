@@ -61,6 +61,8 @@ export const v2Stack = (
     readonly settlement?: Record<string, unknown>
     readonly limits?: Record<string, unknown>
     readonly blockTime?: number
+    /** Merged into both venues' watcher settings (the e2e tests' poll every 100 ms). */
+    readonly watcher?: Record<string, unknown>
   } = {},
 ) =>
   Effect.gen(function* () {
@@ -69,7 +71,7 @@ export const v2Stack = (
     })
     const entry = (c: TestChain, id: string) => {
       const { legacy_escrow: _legacy, ...v } = venueEntry(c, id, {
-        watcher: { poll_ms: 100, confirmations: 2, integrity_interval_seconds: 3600 },
+        watcher: { poll_ms: 100, confirmations: 2, integrity_interval_seconds: 3600, ...options.watcher },
         relayer: { poll_ms: 100 },
         escrowV2: true,
       })
