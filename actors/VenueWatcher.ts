@@ -10,19 +10,16 @@ import { firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
+import { ingestPage, loadIndexState, recordedBlocks, TOUCHED_TABLES } from "../src/Escrow/ChainIndex.ts"
 import {
   type ChainStatusRow,
   chainStatus,
-  ingestPage,
   initChainStatus,
   latchIntegrityAlarm,
-  loadIndexState,
   recordChainError,
-  recordedBlocks,
   recordHeads,
   recordIntegrityCheck,
-  TOUCHED_TABLES,
-} from "../src/Escrow/ChainIndex.ts"
+} from "../src/Escrow/ChainStatus.ts"
 import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
 import { escrowIndexedNotification } from "../src/Settlement/Repo.ts"
 import { makeBulkStatistics } from "../src/Sql/BulkStatistics.ts"

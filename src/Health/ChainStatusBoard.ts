@@ -2,7 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../Config.ts"
 import type { ChainHealth } from "../Domain/Health.ts"
-import { chainStatusRows } from "../Escrow/ChainIndex.ts"
+import { chainStatusRows } from "../Escrow/ChainStatus.ts"
 import { pendingTransactionCount } from "../Relayer/Repo.ts"
 import { chainHealth } from "./Readiness.ts"
 

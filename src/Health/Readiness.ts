@@ -1,7 +1,7 @@
 import type { VenueConfig } from "../Config.ts"
 import type { ChainHealth } from "../Domain/Health.ts"
 import { toRfc3339 } from "../Domain/Primitives.ts"
-import type { ChainStatusRow } from "../Escrow/ChainIndex.ts"
+import type { ChainStatusRow } from "../Escrow/ChainStatus.ts"
 
 /**
  * A chain's /health entry from its persisted status row (written by its watcher, wherever that

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { VenueConfig } from "../../src/Config.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import type { ChainStatusRow } from "../../src/Escrow/ChainIndex.ts"
+import type { ChainStatusRow } from "../../src/Escrow/ChainStatus.ts"
 import { chainHealth } from "../../src/Health/Readiness.ts"
 
 const venue = Schema.decodeUnknownSync(VenueConfig)({
