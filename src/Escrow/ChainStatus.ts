@@ -169,21 +169,38 @@ export const latchIntegrityAlarm = (venue: string, message: string, at: Date) =>
     ),
   )
 
-/** Operator action after investigating an alarm: clears the latch (the next check may latch again). */
-export const clearIntegrityAlarm = (venue: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql`
-      update chain_status set integrity_mismatch = false, integrity_error = '', updated_at = now()
-      where venue = ${venue}`,
-  ).pipe(Effect.asVoid)
+/** What clearIntegrityAlarm found: whether the latch was set and the message it held. */
+export interface ClearedAlarm {
+  readonly wasLatched: boolean
+  readonly error: string
+}
 
-/** Asks the venue's watcher (wherever it runs) for an integrity check at its next poll. */
+/**
+ * Operator action after investigating an alarm (`npm run ops -- integrity clear <venue>`): clears the latch and asks
+ * for a check at the watcher's next poll, which latches again if the index still differs from the chain; the
+ * watcher ingests again meanwhile. Undefined: the venue has no status row (its watcher never ran).
+ */
+export const clearIntegrityAlarm = (venue: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<ClearedAlarm>`
+      update chain_status c set integrity_mismatch = false, integrity_error = '', integrity_requested_at = now(),
+        updated_at = now()
+      from (select venue, integrity_mismatch, integrity_error from chain_status where venue = ${venue} for update) old
+      where c.venue = old.venue
+      returning old.integrity_mismatch as "wasLatched", old.integrity_error as error`.pipe(
+      Effect.map((rows): ClearedAlarm | undefined => rows[0]),
+    ),
+  )
+
+/**
+ * Asks the venue's watcher (wherever it runs) for an integrity check at its next poll (not while an alarm is
+ * latched). False: the venue has no status row.
+ */
 export const requestIntegrityCheck = (venue: string) =>
   Effect.flatMap(
     SqlClient.SqlClient,
-    (sql) => sql`update chain_status set integrity_requested_at = now() where venue = ${venue}`,
-  ).pipe(Effect.asVoid)
+    (sql) => sql`update chain_status set integrity_requested_at = now() where venue = ${venue} returning venue`,
+  ).pipe(Effect.map((rows) => rows.length > 0))
 
 /** A finished check: completed (no mismatch found) or the differing key, which latches. */
 export const recordIntegrityCheck = (
