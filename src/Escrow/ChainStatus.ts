@@ -202,7 +202,13 @@ export const requestIntegrityCheck = (venue: string) =>
     (sql) => sql`update chain_status set integrity_requested_at = now() where venue = ${venue} returning venue`,
   ).pipe(Effect.map((rows) => rows.length > 0))
 
-/** A finished check: completed (no mismatch found) or the differing key, which latches. */
+/**
+ * A finished check: completed (no mismatch found) or the differing key, which latches. The request it answered
+ * (`requestedBefore`, as the poll read it) is cleared, a later one kept. The stored request has microseconds and the
+ * value read back only milliseconds (a JS Date, truncated, and off by one where the driver's float product falls
+ * short: .57 s × 1000 = 569.99…): the comparison allows that one millisecond, or a request would never clear and
+ * every poll would check again.
+ */
 export const recordIntegrityCheck = (
   venue: string,
   checkedAt: Date,
@@ -215,7 +221,8 @@ export const recordIntegrityCheck = (
       Effect.gen(function* () {
         yield* sql`
           update chain_status set integrity_checked_at = ${checkedAt}, integrity_completed_at = ${completedAt},
-            integrity_requested_at = case when integrity_requested_at <= ${requestedBefore ?? checkedAt}
+            integrity_requested_at = case
+              when integrity_requested_at < ${requestedBefore ?? checkedAt}::timestamptz + interval '1 millisecond'
               then null else integrity_requested_at end,
             updated_at = now()
           where venue = ${venue}`

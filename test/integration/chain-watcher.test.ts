@@ -8,7 +8,12 @@ import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { ingestPage } from "../../src/Escrow/ChainIndex.ts"
-import { chainStatus, initChainStatus, requestIntegrityCheck } from "../../src/Escrow/ChainStatus.ts"
+import {
+  chainStatus,
+  clearIntegrityAlarm,
+  initChainStatus,
+  requestIntegrityCheck,
+} from "../../src/Escrow/ChainStatus.ts"
 import { ESCROW_INDEXED_CHANNEL, escrowIndexedNotification, notifyEscrowIndexed } from "../../src/Settlement/Repo.ts"
 import { account, closeOrders, fundOrders, mine, orderIdOf, venueEntry } from "../support/ChainDevnet.ts"
 import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
@@ -150,31 +155,45 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       }),
   )
 
-  it.effect("the integrity check latches the first differing key on demand, and /health turns 503", () =>
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      const w = yield* watcher
-      const target = orderIdOf("ingest", 20).toLowerCase()
-      yield* sql`update escrow_orders set available = available + 1 where venue = 'hyperliquid' and order_id = ${target}`
-      yield* requestIntegrityCheck("hyperliquid")
-      yield* w.poll
-      const row = yield* chainStatus("hyperliquid")
-      expect(row!.integrityMismatch).toBe(true)
-      expect(row!.integrityError).toContain(`order ${target} available`)
-      expect(row!.integrityError).toContain("indexed 10000001, chain 10000000")
-      const health = yield* rawRequest(`${yield* baseUrl}/health`)
-      expect(health.status).toBe(503)
-      const chain = (health.json as { chains: Array<Record<string, unknown>> }).chains[0]!
-      expect(chain.integrity_mismatch).toBe(true)
-      expect(chain.ready).toBe(false)
-      expect(chain.integrity_error).toContain(target)
-      // Latched: a later clean check does not clear it; the operator does.
-      yield* sql`update escrow_orders set available = available - 1 where venue = 'hyperliquid' and order_id = ${target}`
-      yield* requestIntegrityCheck("hyperliquid")
-      yield* w.poll
-      expect((yield* chainStatus("hyperliquid"))!.integrityMismatch).toBe(true)
-      yield* sql`update chain_status set integrity_mismatch = false, integrity_error = '' where venue = 'hyperliquid'`
-    }),
+  it.effect(
+    "the integrity check latches the first differing key on demand, /health turns 503, an operator clears it",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const c = yield* TestChainTag
+        const w = yield* watcher
+        const target = orderIdOf("ingest", 20).toLowerCase()
+        yield* sql`update escrow_orders set available = available + 1 where venue = 'hyperliquid' and order_id = ${target}`
+        yield* requestIntegrityCheck("hyperliquid")
+        yield* w.poll
+        const row = yield* chainStatus("hyperliquid")
+        expect(row!.integrityMismatch).toBe(true)
+        expect(row!.integrityError).toContain(`order ${target} available`)
+        expect(row!.integrityError).toContain("indexed 10000001, chain 10000000")
+        const health = yield* rawRequest(`${yield* baseUrl}/health`)
+        expect(health.status).toBe(503)
+        const chain = (health.json as { chains: Array<Record<string, unknown>> }).chains[0]!
+        expect(chain.integrity_mismatch).toBe(true)
+        expect(chain.ready).toBe(false)
+        expect(chain.integrity_error).toContain(target)
+        // Latched: a later clean check does not clear it, and new final blocks are not ingested.
+        yield* sql`update escrow_orders set available = available - 1 where venue = 'hyperliquid' and order_id = ${target}`
+        yield* requestIntegrityCheck("hyperliquid")
+        yield* Effect.promise(() => mine(c, 3))
+        yield* w.poll
+        const held = (yield* chainStatus("hyperliquid"))!
+        expect(held.integrityMismatch).toBe(true)
+        expect(held.indexedBlock).toBe(row!.indexedBlock)
+        expect(held.finalizedBlock!).toBeGreaterThan(held.indexedBlock)
+        // The operator clears it (npm run ops -- integrity clear): the next poll ingests again and checks clean.
+        expect(yield* clearIntegrityAlarm("hyperliquid")).toEqual({ wasLatched: true, error: row!.integrityError })
+        yield* w.poll
+        const resumed = (yield* chainStatus("hyperliquid"))!
+        expect(resumed.integrityMismatch).toBe(false)
+        expect(resumed.indexedBlock).toBe(resumed.finalizedBlock)
+        expect(resumed.integrityRequestedAt).toBeNull()
+        expect(resumed.integrityCompletedAt!.getTime()).toBeGreaterThan(held.integrityCompletedAt!.getTime())
+      }),
   )
 
   it.effect("an event in a block re-organised away above the finalized head never becomes indexed", () =>
