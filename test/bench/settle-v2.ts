@@ -21,9 +21,9 @@
  *            (test/bench/SettleV2Raw.ts); from lock sent to Claimed mined.
  *
  * BENCH_WATCHER (JSON) is merged into both venues' watcher settings, e.g. '{"poll_ms":1000,"head_poll_ms":20}' to poll
- * on each new head instead of every 100 ms (the e2e stack's): on 2 cores that cost more CPU than it saved (two
+ * on each new head instead of every 100 ms (the e2e stack's). On 2 cores that gained nothing that shows (two
  * alternating pairs, 2026-11-29: p50 2.49 / 2.56 / 2.03 / 1.89 s, 645–930 ms CPU per fill, against 1.91 / 1.56 /
- * 1.85 / 1.67 s, 552–680 ms).
+ * 1.85 / 1.67 s, 552–680 ms; a run before them had 1.53 and 1.38 s).
  *
  * Per size: fills/s of both (n / time from the first take started to the last Claimed seen) and their ratio,
  * signature → credit p50/p99 of both, and per fill the CPU ms of the whole process tree (this process, the service,
