@@ -22,20 +22,50 @@ import { describeDatabaseConnectFailure } from "../../src/StartupChecks.ts"
 /** A mistake in how the tool was called: exit 64 with the message. */
 export class OpsUsageError extends Data.TaggedError("OpsUsageError")<{ readonly message: string }> {}
 
+/**
+ * Runs a command against the service's database (DATABASE_URL), without migrations: a missing URL or a connection
+ * failure is one line naming the fix. Only commands that run reach for it, so `--help` needs no database.
+ */
+const inDatabase = <A, E>(command: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  Effect.gen(function* () {
+    const url = process.env.DATABASE_URL
+    if (url === undefined || url === "") {
+      return yield* new OpsUsageError({
+        message: "DATABASE_URL must name the running service's database (nothing is migrated here)",
+      })
+    }
+    const database = pgClientLayer({ url: Redacted.make(url), maxConnections: 2, applicationName: "settlement-ops" })
+    return yield* Effect.provide(command, database).pipe(
+      Effect.catchIf(
+        (e): e is SqlError.SqlError =>
+          e instanceof SqlError.SqlError && /^PgClient: (Failed to connect|Connection timed out)/.test(e.message),
+        (e) =>
+          new OpsUsageError({
+            message: describeDatabaseConnectFailure(url, e.cause).replace(
+              " (unset it to use the embedded PostgreSQL)",
+              "",
+            ),
+          }),
+      ),
+    )
+  })
+
 const iso = (d: Date | null) => (d === null ? "never" : d.toISOString())
 
 const status = Command.make("status", {}, () =>
-  Effect.gen(function* () {
-    const rows = yield* chainStatusRows
-    if (rows.length === 0) return yield* Console.log("no chain status rows yet (no watcher has run)")
-    for (const r of rows) {
-      const state = r.integrityMismatch ? `LATCHED: ${r.integrityError}` : "ok"
-      yield* Console.log(
-        `${r.venue}: ${state}; last check completed ${iso(r.integrityCompletedAt)}` +
-          `${r.integrityRequestedAt === null ? "" : `, a check requested at ${iso(r.integrityRequestedAt)}`}`,
-      )
-    }
-  }),
+  inDatabase(
+    Effect.gen(function* () {
+      const rows = yield* chainStatusRows
+      if (rows.length === 0) return yield* Console.log("no chain status rows yet (no watcher has run)")
+      for (const r of rows) {
+        const state = r.integrityMismatch ? `LATCHED: ${r.integrityError}` : "ok"
+        yield* Console.log(
+          `${r.venue}: ${state}; last check completed ${iso(r.integrityCompletedAt)}` +
+            `${r.integrityRequestedAt === null ? "" : `, a check requested at ${iso(r.integrityRequestedAt)}`}`,
+        )
+      }
+    }),
+  ),
 ).pipe(Command.withDescription("each chain's integrity check: latched or not, its message, when it last ran"))
 
 const venue = Args.text({ name: "venue" }).pipe(Args.withDescription("the venue id, as in the config (e.g. aster)"))
@@ -44,15 +74,17 @@ const unknownVenue = (v: string) =>
   new OpsUsageError({ message: `no chain status row for venue ${v} (its watcher never ran, or a typo)` })
 
 const clear = Command.make("clear", { venue }, ({ venue }) =>
-  Effect.gen(function* () {
-    const cleared = yield* clearIntegrityAlarm(venue)
-    if (cleared === undefined) return yield* unknownVenue(venue)
-    yield* Console.log(
-      cleared.wasLatched
-        ? `${venue}: cleared the alarm (${cleared.error}); the watcher ingests again and checks at its next poll`
-        : `${venue}: no alarm was latched; a check is requested for the watcher's next poll`,
-    )
-  }),
+  inDatabase(
+    Effect.gen(function* () {
+      const cleared = yield* clearIntegrityAlarm(venue)
+      if (cleared === undefined) return yield* unknownVenue(venue)
+      yield* Console.log(
+        cleared.wasLatched
+          ? `${venue}: cleared the alarm (${cleared.error}); the watcher ingests again and checks at its next poll`
+          : `${venue}: no alarm was latched; a check is requested for the watcher's next poll`,
+      )
+    }),
+  ),
 ).pipe(
   Command.withDescription(
     "after investigating a latched alarm: clears it and asks for a fresh check (which latches again if the index still differs from the chain)",
@@ -60,10 +92,12 @@ const clear = Command.make("clear", { venue }, ({ venue }) =>
 )
 
 const check = Command.make("check", { venue }, ({ venue }) =>
-  Effect.gen(function* () {
-    if (!(yield* requestIntegrityCheck(venue))) return yield* unknownVenue(venue)
-    yield* Console.log(`${venue}: a check is requested for the watcher's next poll (not while an alarm is latched)`)
-  }),
+  inDatabase(
+    Effect.gen(function* () {
+      if (!(yield* requestIntegrityCheck(venue))) return yield* unknownVenue(venue)
+      yield* Console.log(`${venue}: a check is requested for the watcher's next poll (not while an alarm is latched)`)
+    }),
+  ),
 ).pipe(Command.withDescription("asks the venue's watcher for an integrity check at its next poll"))
 
 const integrity = Command.make("integrity").pipe(
@@ -78,35 +112,9 @@ const ops = Command.make("ops").pipe(
 
 const cli = Command.run(ops, { name: "ops", version: "1.0.0" })
 
-/** The service's database, without migrations; a connection failure is one line naming the fix. */
-const database = (url: string): Layer.Layer<SqlClient.SqlClient, OpsUsageError | SqlError.SqlError> =>
-  pgClientLayer({ url: Redacted.make(url), maxConnections: 2, applicationName: "settlement-ops" }).pipe(
-    Layer.mapError((e) =>
-      e instanceof SqlError.SqlError && /^PgClient: (Failed to connect|Connection timed out)/.test(e.message)
-        ? new OpsUsageError({
-            message: describeDatabaseConnectFailure(url, e.cause).replace(
-              " (unset it to use the embedded PostgreSQL)",
-              "",
-            ),
-          })
-        : e,
-    ),
-  )
-
 const main = async () => {
-  const url = process.env.DATABASE_URL
-  const help = process.argv.slice(2).some((a) => a === "--help" || a === "-h") || process.argv.length <= 2
   const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
-  const needsDatabase = url === undefined || url === "" ? undefined : database(url)
-  if (needsDatabase === undefined && !help) {
-    console.error("ops: DATABASE_URL must name the running service's database (nothing is migrated here)")
-    process.exit(64)
-  }
-  const program = cli(process.argv).pipe(
-    Effect.provide(platform),
-    // --help never touches the database.
-    needsDatabase === undefined ? Effect.provide(Layer.empty as never) : Effect.provide(needsDatabase),
-  ) as Effect.Effect<void, unknown>
+  const program = cli(process.argv).pipe(Effect.provide(platform))
   const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) process.exit(0)
   const failure = Cause.failureOption(exit.cause)
