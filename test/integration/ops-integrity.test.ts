@@ -78,6 +78,10 @@ layer(Stack, { timeout: 120_000 })("npm run ops -- integrity (infra/ops/Ops.ts)"
 
         const usage = yield* ops(["integrity", "clear"], { DATABASE_URL: url })
         expect(usage.code).toBe(64)
+        // Help needs no database.
+        const help = yield* ops(["integrity", "clear", "--help"], { DATABASE_URL: "" })
+        expect(help.code).toBe(0)
+        expect(help.out).toContain("after investigating a latched alarm")
 
         expect(yield* sql`select * from chain_status order by venue`).toEqual(before)
       }),
