@@ -12,6 +12,7 @@ import {
 } from "../Chain/EscrowIndexV2.ts"
 import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
+import type { RawLock, RawOrder, RawPayment } from "./ChainIndexRowsV2.ts"
 
 /**
  * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
@@ -150,72 +151,6 @@ export const ingestV2Page = (
       }),
     ),
   )
-
-interface RawOrder {
-  order_key: string
-  owner: string
-  order_id: string
-  operator: string
-  quote_signer: string
-  available: string
-  locked: string
-  close_requested: boolean
-  close_dex: string | null
-  close_to_margin: boolean | null
-  created_block: string
-  block_number: string
-  block_hash: string
-}
-
-interface RawLock {
-  fill_digest: string
-  state: string
-  order_key: string
-  owner: string
-  order_id: string
-  sequence: string
-  payer: string
-  recipient: string
-  amount_in: string
-  amount_out: string
-  dex: string
-  to_margin: boolean
-  hashlock: string
-  hashlock_index: string
-  expiry: string
-  taker_expiry: string
-  pay_key: string
-  pay_by: string
-  quote_set_digest: string | null
-  quote_index: string | null
-  refused: boolean | null
-  to_owner: boolean | null
-  secret: string | null
-  fill: Record<string, unknown> | null
-  created_block: string
-  tx_hash: string
-  block_number: string
-  block_hash: string
-}
-
-interface RawPayment {
-  fill_digest: string
-  state: string
-  payer: string
-  payee: string
-  amount_in: string
-  hashlock: string
-  expiry: string
-  pay_key: string
-  pay_by: string
-  pay_take_digest: string | null
-  secret: string | null
-  fill: Record<string, unknown> | null
-  created_block: string
-  tx_hash: string
-  block_number: string
-  block_hash: string
-}
 
 const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: IndexStateV2) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
