@@ -35,7 +35,12 @@ import {
 import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import { IN_FLIGHT_TRANSITIONS, parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Repo.ts"
+import {
+  IN_FLIGHT_TRANSITIONS,
+  parseRelayerOutcome,
+  RELAYER_OUTCOME_CHANNEL,
+  UNENDED_TRANSITIONS,
+} from "../src/Relayer/Repo.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { Settlement } from "../src/Settlement/Entity.ts"
 import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"
@@ -166,9 +171,15 @@ export const chainTimes = (venues: ReadonlyArray<string>) =>
     return times
   })
 
-/** What one pass over a take's fills did: fills it acted on, and nonfinal fills it saw (0: nothing left). */
+/**
+ * What one pass over a take's fills did: fills it acted on, and nonfinal fills it saw (0: nothing left). `moved`:
+ * the actions after which the next pass may decide something new at once (a state advanced or finished, a take-wide
+ * fact changed). A call submitted and nothing else waits for its relayer outcome, which wakes the take: an immediate
+ * pass would only wait.
+ */
 export interface TakePass {
   readonly acted: number
+  readonly moved: number
   readonly open: number
 }
 
@@ -251,14 +262,14 @@ export const settleTakeV1 = <E, R>(
       const last: SettlingFill = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return { acted, open: seen } satisfies TakePass
+    return { acted, moved: acted, open: seen } satisfies TakePass
   })
 
 /**
  * One pass of a take's Settlement entity (its step): a reserved take past its pay window expires (releasing its
  * reservations); a signed take's nonfinal fills advance one action each (v1 or v2 by the take's escrow version;
  * v1 decisions unchanged, v2's in actors/SettlementV2.ts). Pending while a fill is not final: looked at again at
- * once after a pass that acted (the next step may already be decidable), else within SETTLEMENT_SWEEP (chain
+ * once after a pass that moved (the next step may already be decidable), else within SETTLEMENT_SWEEP (chain
  * times move expiries; relayer outcomes and index pages wake it sooner). A reserved take waits for its window's end
  * (the signatures route wakes it when signed).
  */
@@ -284,18 +295,26 @@ export const stepSettlement =
       // they have committed, one more roll-up (a guarded no-op otherwise) moves the take on.
       if (pass.acted > 0 || pass.open === 0) yield* rollUpTake(takeId)
       if (pass.open === 0) return idle
-      return pass.acted > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
+      return pass.moved > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
     }).pipe(Effect.annotateLogs({ take_id: takeId }))
 
 /** Takes with settlement work pending (the start-up adoption wakes them; src/Settlement/Repo.ts). */
 export const pendingKeys = settlementPendingTakes()
+
+/**
+ * Whether a relayer transition of a settlement call wakes its take. The v1 step acts on a call's inclusion (a claim
+ * included makes its secret public), finality or failure; the v2 step on its end only (decideV2 reads final,
+ * reverted and replaced), so for v2 an inclusion or a reorg would wake a pass that only waits.
+ */
+export const outcomeWakesTake = (kind: string, escrowVersion: number) =>
+  !IN_FLIGHT_TRANSITIONS.includes(kind) && !(escrowVersion === 2 && UNENDED_TRANSITIONS.includes(kind))
 
 /** Chain times are read once per SETTLEMENT_SWEEP per runner at most, whichever take asks first. */
 const CHAIN_TIMES_TTL = Duration.millis(200)
 
 /**
  * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
- * `settle:take:<take id>:payTake`) wakes its take; a committed escrow index page of a venue wakes the takes of the
+ * `settle:take:<take id>:payTake`) wakes its take (a v2 take on the call's end only); a committed escrow index page of a venue wakes the takes of the
  * fills it names (a v2 page of lock and payment events), else every take with a fill open on the venue (a step may
  * be final now). Expiries move with chain time, not pages: the pass cadence and the backstop tick see them.
  */
@@ -303,11 +322,18 @@ const SettlementWakesLive = Layer.mergeAll(
   wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (payload) =>
     Effect.gen(function* () {
       const { kind, key } = parseRelayerOutcome(payload)
-      // The step acts on a call's inclusion, finality or failure only; it waits through the others.
       if (!key.startsWith("settle:") || IN_FLIGHT_TRANSITIONS.includes(kind)) return
       const [, first, second] = key.split(":")
-      const takeId = first === "take" ? second : yield* takeOfFill(first ?? "")
-      if (takeId !== undefined) yield* wakeOwned(Settlement, [takeId])
+      // A payTake key is always v2's.
+      const take =
+        first === "take"
+          ? second === undefined
+            ? undefined
+            : { take_id: second, escrow_version: 2 }
+          : yield* takeOfFill(first ?? "")
+      if (take !== undefined && outcomeWakesTake(kind, take.escrow_version)) {
+        yield* wakeOwned(Settlement, [take.take_id])
+      }
     }),
   ),
   wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (payload) => {

@@ -121,11 +121,17 @@ const submitCallV2 = (f: SettlingFillV2, call: SettlementCall, key: string) =>
     }),
   )
 
+/** What a fill's action did: nothing, a call submitted (its outcome wakes the take), or a move (see TakePass). */
+type Acted = "none" | "submitted" | "moved"
+const NONE: Acted = "none"
+const SUBMITTED: Acted = "submitted"
+const MOVED: Acted = "moved"
+
 /**
  * One pass over the nonfinal v2 fills of one take (its Settlement entity's step, actors/Settlement.ts);
  * `chainTimes` (latest block time per venue) is read once, and only when there is a fill to drive. `firstPage`: the
  * first `pageSize` fills when the caller read them with the take (takeAndFillsToSettle). Returns how many fills it
- * acted on and how many nonfinal fills it saw.
+ * acted on, how many of those moved (TakePass) and how many nonfinal fills it saw.
  */
 export const settleTakeV2 = <E, R>(
   takeId: string,
@@ -139,6 +145,7 @@ export const settleTakeV2 = <E, R>(
     const revealCutoff = BigInt(s.reveal_cutoff_seconds)
     const policy = { maxFadeRate: s.max_fade_rate, minChances: s.fade_min_chances }
     let acted = 0
+    let moved = 0
     let seen = 0
     let times: ReadonlyMap<string, bigint> | null = null
     let after: { createdKey: string; id: string } | null = null
@@ -154,7 +161,7 @@ export const settleTakeV2 = <E, R>(
       const advance = (f: SettlingFillV2) => {
         const makerNow = chainNow.get(f.maker_venue)
         const takerNow = chainNow.get(f.taker_venue)
-        if (makerNow === undefined || takerNow === undefined) return Effect.succeed(false)
+        if (makerNow === undefined || takerNow === undefined) return Effect.succeed(NONE)
         const facts: FillFactsV2 = {
           fillId: f.id,
           takeId: f.take_id,
@@ -179,23 +186,24 @@ export const settleTakeV2 = <E, R>(
         const step = Effect.gen(function* () {
           switch (action._tag) {
             case "Wait":
-              return false
+              return NONE
             case "Submit": {
               const written = yield* recordCall(f, action.call, action.key, action.state, action.error)
-              if (!written) return false
+              if (!written) return NONE
               // Crash harness: a stop here leaves a stored key the relayer lacks (the next pass resubmits it).
               const faults = yield* Effect.serviceOption(FaultPoint)
               if (Option.isSome(faults)) yield* faults.value.hit("settlement.after-commit-before-submit")
               yield* submitCallV2(f, action.call, action.key)
-              return true
+              // A stored cancel key makes the whole take cancelling (take_cancelling): its other fills decide anew.
+              return action.call === "cancelLock" ? MOVED : SUBMITTED
             }
             case "Resubmit":
               yield* submitCallV2(f, action.call, action.key)
-              return false
+              return NONE
             case "Advance": {
               // A chance to reveal: the payment final on a live lock with at least reveal_cutoff left.
               const chance = f.lock_state === "locked" && facts.takerExpiry - takerNow >= revealCutoff
-              return yield* advanceFillV2(f, action.state, chance)
+              return (yield* advanceFillV2(f, action.state, chance)) ? MOVED : NONE
             }
             case "Finish": {
               // Evidence from the index only (rows are final events): unpaid = a final lock and no payment at all,
@@ -209,7 +217,7 @@ export const settleTakeV2 = <E, R>(
                 f.error !== CANCELLED_BY_PAY_KEY
               const unclaimedPayment =
                 f.payment_state !== null && f.payment_state !== "claimed" && f.lock_state !== "claimed"
-              return yield* finishFillV2(
+              const finished = yield* finishFillV2(
                 f,
                 action.state,
                 action.error ?? f.error,
@@ -219,19 +227,21 @@ export const settleTakeV2 = <E, R>(
                   deliveredUnpaid: action.unpaid === true,
                 },
               )
+              return finished ? MOVED : NONE
             }
           }
         })
         return step.pipe(
-          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement v2 step failed", cause), false)),
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("settlement v2 step failed", cause), NONE)),
           Effect.annotateLogs({ fill_id: f.id, take_id: f.take_id, order_id: f.order_id, escrow_version: 2 }),
         )
       }
       const done = yield* Effect.forEach(fills, advance, { concurrency: FILL_CONCURRENCY })
-      acted += done.filter((d) => d).length
+      acted += done.filter((d) => d !== NONE).length
+      moved += done.filter((d) => d === MOVED).length
       if (fills.length < pageSize) break
       const last: SettlingFillV2 = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return { acted, open: seen }
+    return { acted, moved, open: seen }
   })

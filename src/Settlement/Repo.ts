@@ -245,12 +245,11 @@ export const settlementPendingTakes = (venue?: string) =>
     ),
   )
 
-/** The take of a fill (a relayer outcome names the fill). */
+/** The take of a fill and its escrow version (a relayer outcome names the fill; v1 and v2 wake on different ones). */
 export const takeOfFill = (fillId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ take_id: string }>`select take_id::text from fills where id = ${fillId}::uuid`.pipe(
-      Effect.map((rows) => rows[0]?.take_id),
-    ),
+    sql<{ take_id: string; escrow_version: number }>`select t.id::text as take_id, t.escrow_version
+      from fills f join takes t on t.id = f.take_id where f.id = ${fillId}::uuid`.pipe(Effect.map((rows) => rows[0])),
   )
 
 /** The fill's keys by call, as the decision reads them. */

@@ -1,14 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { SETTLEMENT_SWEEP } from "../../actors/Settlement.ts"
+import { chainTimes, SETTLEMENT_SWEEP, stepSettlement } from "../../actors/Settlement.ts"
 import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { cancelFillTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { DELIVERED_UNPAID } from "../../src/Domain/SettlementStepV2.ts"
 import { Relayer } from "../../src/Relayer.ts"
+import { openStoredFillSecret } from "../../src/Settlement/FillSecrets.ts"
 import { recordCall } from "../../src/Settlement/Repo.ts"
 import { identityFades, settlingFillsV2, takeAndFillsToSettle, takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
 import { recentTrades } from "../../src/Trades/Repo.ts"
@@ -152,6 +153,12 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
         expect(yield* takeAndFillsToSettle(crypto.randomUUID(), 10)).toBeUndefined()
         const stale = (yield* settlingFillsV2(1, null, take.takeId))[0]!
 
+        // The first pass submits both locks and nothing else: it asks for its next pass at the sweep's beat, not at
+        // once (the locks' outcomes and index pages wake the take; a pass now would only wait).
+        const { deployment } = yield* AppConfig
+        const times = chainTimes(deployment.venues.map((v) => v.id))
+        expect(yield* stepSettlement(openStoredFillSecret, times)(take.takeId)).toEqual(Option.some(SETTLEMENT_SWEEP))
+        expect(yield* allIn(take.takeId, ["locking"])).toBe(true)
         yield* settleUntil("the locks final", allIn(take.takeId, ["locked"]))
         // A pass holding a fill read before it moved on records nothing: no key, no state, no journal row.
         const kinds = yield* journalKinds(take.takeId)
