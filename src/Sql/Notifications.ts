@@ -121,8 +121,8 @@ export const makeSharedListen = (config: PgClient.PgClientConfig) =>
 const CONNECT_TIMEOUT = Duration.seconds(5)
 
 /**
- * The pool PgClient.make would build from `config` (its connection settings, `maxConnections`, a first
- * `select 1` within CONNECT_TIMEOUT), whose connections send parameterised statements as named prepared
+ * The pool PgClient.make would build from `config` (its connection settings, `maxConnections`, `idleTimeout`, a
+ * first `select 1` within CONNECT_TIMEOUT), whose connections send parameterised statements as named prepared
  * statements (PreparedStatements.ts).
  */
 const preparedPool = (config: PgClient.PgClientConfig) => {
@@ -130,7 +130,13 @@ const preparedPool = (config: PgClient.PgClientConfig) => {
   return Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const pool = new pg.Pool({ ...connectionOptions(config), max: config.maxConnections, Client })
+        const pool = new pg.Pool({
+          ...connectionOptions(config),
+          max: config.maxConnections,
+          // pg-pool's default (undefined) closes a connection idle for 10 s.
+          idleTimeoutMillis: config.idleTimeout === undefined ? undefined : Duration.toMillis(config.idleTimeout),
+          Client,
+        })
         // As PgClient.make: an idle connection's error is the pool's to drop; a query's error fails that query.
         pool.on("error", () => {})
         try {

@@ -57,6 +57,10 @@ const kindOf = (pid: number, root: number): string => {
     const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")
     if (argv.some((a) => a.endsWith("src/main.ts"))) return "service"
     if (argv.some((a) => a.includes("infra/maker/"))) return "maker"
+    // PostgreSQL retitles its processes: a client backend is "postgres: <user> <db> <host>(<port>) <state>"; the
+    // others (autovacuum, checkpointer, walwriter, io workers, the postmaster with the workers it reaped) are apart.
+    if (argv[0]!.startsWith("postgres: ")) return /\(\d+\)/.test(argv[0]!) ? "postgres" : "postgres bg"
+    if (argv[0]!.endsWith("/postgres")) return "postgres bg"
     return argv[0]!.split("/").at(-1)!.split(":")[0]! || "other"
   } catch {
     return "other"

@@ -34,7 +34,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { killNow, type MakerProcess, mineForever, startV2Service, v2Stack } from "../support/SettleV2Stack.ts"
@@ -60,6 +60,11 @@ const WARMUP = (process.env.BENCH_SETTLE_WARMUP ?? "8,8")
   .split(",")
   .filter((x) => x.trim() !== "")
   .map(Number)
+/**
+ * A quiet spell before each measured size (BENCH_SETTLE_PAUSE_MS, default 0): a warm service after a pause, as a
+ * user meets it between sporadic transfers (the pool's connections, their plans, idle since the last round).
+ */
+const PAUSE_MS = Number(process.env.BENCH_SETTLE_PAUSE_MS ?? 0)
 const CONCURRENCY = process.env.BENCH_CONCURRENCY === undefined ? Infinity : Number(process.env.BENCH_CONCURRENCY)
 const INTERVAL = (process.env.BENCH_MINING ?? "interval") !== "auto"
 const PER_FILL = 1_000_000n
@@ -120,6 +125,10 @@ const program = Effect.gen(function* () {
   const rounds = [...WARMUP.map((n) => ({ n, warmup: true })), ...SIZES.map((n) => ({ n, warmup: false }))]
   for (const { n, warmup } of rounds) {
     const concurrency = Math.min(n, CONCURRENCY)
+    if (!warmup && PAUSE_MS > 0) {
+      console.log(`quiet for ${PAUSE_MS} ms before size ${n}`)
+      yield* Effect.sleep(Duration.millis(PAUSE_MS))
+    }
     const point = yield* Effect.gen(function* () {
       const cost = yield* costMeter
       const t0 = performance.now()

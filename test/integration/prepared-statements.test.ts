@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Duration, Effect, Exit, Layer } from "effect"
 import { pgClientLayer } from "../../src/Sql/Notifications.ts"
 import { makeStatementNames } from "../../src/Sql/PreparedStatements.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
@@ -9,6 +9,23 @@ import { testDatabaseUrl } from "../support/Database.ts"
 const OneConnection = Layer.unwrapScoped(
   Effect.map(testDatabaseUrl, (url) => pgClientLayer({ url, maxConnections: 1, applicationName: "prepared-test" })),
 )
+
+/** The pool with one connection closed after `idleTimeout` idle (the service's: POOL_IDLE_TIMEOUT). */
+const idlingAfter = (idleTimeout: Duration.Duration) =>
+  Layer.unwrapScoped(
+    Effect.map(testDatabaseUrl, (url) =>
+      pgClientLayer({ url, maxConnections: 1, idleTimeout, applicationName: "prepared-test" }),
+    ),
+  )
+
+/** Whether two statements 600 ms apart met the same backend. */
+const sameBackendAfterIdle = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const pid = Effect.map(sql<{ pid: number }>`select pg_backend_pid() as pid`, (rows) => rows[0]!.pid)
+  const first = yield* pid
+  yield* Effect.sleep("600 millis")
+  return (yield* pid) === first
+})
 
 const prepared = Effect.flatMap(
   SqlClient.SqlClient,
@@ -45,6 +62,14 @@ describe("named prepared statements (src/Sql/PreparedStatements.ts)", () => {
       for (let i = 0; i < 3; i++) yield* sql.unsafe("create temporary table if not exists t1 (a int); select 1")
       expect(yield* prepared).toHaveLength(1)
     }).pipe(Effect.provide(OneConnection)),
+  )
+
+  // A connection carries its backend's caches and its statements' plans: closed idle, the next burst starts cold.
+  it.live("an idle connection stays open for the pool's idleTimeout, and is closed after it", () =>
+    Effect.gen(function* () {
+      expect(yield* sameBackendAfterIdle.pipe(Effect.provide(idlingAfter(Duration.minutes(1))))).toBe(true)
+      expect(yield* sameBackendAfterIdle.pipe(Effect.provide(idlingAfter(Duration.millis(100))))).toBe(false)
+    }),
   )
 
   it.scoped("a result type changed under a prepared statement fails that call once, then runs unnamed", () =>
