@@ -175,11 +175,12 @@ export const chainTimes = (venues: ReadonlyArray<string>) =>
  * What one pass over a take's fills did: fills it acted on, and nonfinal fills it saw (0: nothing left). `moved`:
  * the actions after which the next pass may decide something new at once (a state advanced or finished, a take-wide
  * fact changed). A call submitted and nothing else waits for its relayer outcome, which wakes the take: an immediate
- * pass would only wait.
+ * pass would only wait. `finished`: the fills it made final (the take may roll up).
  */
 export interface TakePass {
   readonly acted: number
   readonly moved: number
+  readonly finished: number
   readonly open: number
 }
 
@@ -262,7 +263,7 @@ export const settleTakeV1 = <E, R>(
       const last: SettlingFill = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return { acted, moved: acted, open: seen } satisfies TakePass
+    return { acted, moved: acted, finished: acted, open: seen } satisfies TakePass
   })
 
 /**
@@ -292,8 +293,9 @@ export const stepSettlement =
           : yield* settleTakeV1(open, takeId, chainTimes, pageSize)
       // The fills of a pass finish in concurrent transactions, each rolling the take up only if it sees no other fill
       // open: two that finish together each see the other open (not yet committed), and neither rolls it up. Once
-      // they have committed, one more roll-up (a guarded no-op otherwise) moves the take on.
-      if (pass.acted > 0 || pass.open === 0) yield* rollUpTake(takeId)
+      // they have committed, one more roll-up (a guarded no-op otherwise) moves the take on. A pass that finished no
+      // fill and saw one open leaves nothing to roll up.
+      if (pass.finished > 0 || pass.open === 0) yield* rollUpTake(takeId)
       if (pass.open === 0) return idle
       return pass.moved > 0 ? again(Duration.zero) : again(SETTLEMENT_SWEEP)
     }).pipe(Effect.annotateLogs({ take_id: takeId }))

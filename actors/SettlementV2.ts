@@ -121,17 +121,21 @@ const submitCallV2 = (f: SettlingFillV2, call: SettlementCall, key: string) =>
     }),
   )
 
-/** What a fill's action did: nothing, a call submitted (its outcome wakes the take), or a move (see TakePass). */
-type Acted = "none" | "submitted" | "moved"
+/**
+ * What a fill's action did: nothing, a call submitted (its outcome wakes the take), a move (see TakePass), or a move
+ * that made the fill final.
+ */
+type Acted = "none" | "submitted" | "moved" | "finished"
 const NONE: Acted = "none"
 const SUBMITTED: Acted = "submitted"
 const MOVED: Acted = "moved"
+const FINISHED: Acted = "finished"
 
 /**
  * One pass over the nonfinal v2 fills of one take (its Settlement entity's step, actors/Settlement.ts);
  * `chainTimes` (latest block time per venue) is read once, and only when there is a fill to drive. `firstPage`: the
  * first `pageSize` fills when the caller read them with the take (takeAndFillsToSettle). Returns how many fills it
- * acted on, how many of those moved (TakePass) and how many nonfinal fills it saw.
+ * acted on, how many of those moved and finished (TakePass) and how many nonfinal fills it saw.
  */
 export const settleTakeV2 = <E, R>(
   takeId: string,
@@ -146,6 +150,7 @@ export const settleTakeV2 = <E, R>(
     const policy = { maxFadeRate: s.max_fade_rate, minChances: s.fade_min_chances }
     let acted = 0
     let moved = 0
+    let finished = 0
     let seen = 0
     let times: ReadonlyMap<string, bigint> | null = null
     let after: { createdKey: string; id: string } | null = null
@@ -227,7 +232,7 @@ export const settleTakeV2 = <E, R>(
                   deliveredUnpaid: action.unpaid === true,
                 },
               )
-              return finished ? MOVED : NONE
+              return finished ? FINISHED : NONE
             }
           }
         })
@@ -238,10 +243,11 @@ export const settleTakeV2 = <E, R>(
       }
       const done = yield* Effect.forEach(fills, advance, { concurrency: FILL_CONCURRENCY })
       acted += done.filter((d) => d !== NONE).length
-      moved += done.filter((d) => d === MOVED).length
+      moved += done.filter((d) => d === MOVED || d === FINISHED).length
+      finished += done.filter((d) => d === FINISHED).length
       if (fills.length < pageSize) break
       const last: SettlingFillV2 = fills[fills.length - 1]!
       after = { createdKey: last.created_key, id: last.id }
     }
-    return { acted, moved, open: seen }
+    return { acted, moved, finished, open: seen }
   })

@@ -4,7 +4,6 @@ import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../D
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
 import {
-  appendJournal,
   appendJournalRows,
   type JournalEntry,
   journalNotify,
@@ -396,12 +395,11 @@ export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
   )
 
 /**
- * A final state. Settled: the order's filled/received advance, and a public `trade.settled` is journaled. Then
- * the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
- */
-/**
- * Ends a fill (guarded by its state) with its journal row; a settled fill advances its order's `filled` and
+ * Ends a fill (guarded by its state) with its journal rows; a settled fill advances its order's `filled` and
  * `received` and publishes its trade, unless `unpaid` (v2: delivered without any payment): then only `filled`.
+ * Then the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
+ * Three statements: the fill's update with its order's (guarded by the fill's), the journal rows, the roll-up (a
+ * later statement: it must see this fill final).
  */
 export const finishFill = (
   f: FillRow,
@@ -413,32 +411,39 @@ export const finishFill = (
     sql
       .withTransaction(
         Effect.gen(function* () {
+          const settled = state === "settled"
+          const paid = settled && options.unpaid !== true
           const rows = yield* sql<{ settled_at: Date | null }>`
-          update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
-            settled_at = case when ${state === "settled" && options.unpaid !== true} then now() else settled_at end
-          where id = ${f.id} and state = ${f.state} and not final
-          returning settled_at`
+          with ended as (
+            update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
+              settled_at = case when ${paid} then now() else settled_at end
+            where id = ${f.id} and state = ${f.state} and not final
+            returning settled_at
+          ), ordered as (
+            update orders set filled = filled + ${f.amount_out}, received = received + ${paid ? f.amount_in : "0"},
+              updated_at = now()
+            where id = ${f.order_id} and ${settled} and exists (select 1 from ended)
+          )
+          select settled_at from ended`
           const row = rows[0]
           if (row === undefined) return false
-          yield* journalFill(f, state, error)
-          if (state === "settled" && options.unpaid === true) {
-            yield* sql`update orders set filled = filled + ${f.amount_out}, updated_at = now() where id = ${f.order_id}`
-          } else if (state === "settled") {
-            yield* sql`update orders set filled = filled + ${f.amount_out}, received = received + ${f.amount_in},
-            updated_at = now() where id = ${f.order_id}`
-            yield* appendJournal({
-              kind: "trade.settled",
-              master: null,
-              payload: {
-                id: f.id,
-                from: f.taker_venue,
-                to: f.maker_venue,
-                amount_in: f.amount_in,
-                amount_out: f.amount_out,
-                at: (row.settled_at ?? new Date(0)).toISOString(),
-              },
-            })
-          }
+          const trade: Array<JournalEntry> = paid
+            ? [
+                {
+                  kind: "trade.settled",
+                  master: null,
+                  payload: {
+                    id: f.id,
+                    from: f.taker_venue,
+                    to: f.maker_venue,
+                    amount_in: f.amount_in,
+                    amount_out: f.amount_out,
+                    at: (row.settled_at ?? new Date(0)).toISOString(),
+                  },
+                },
+              ]
+            : []
+          yield* appendJournalRows([...fillJournalEntries(f, state, error), ...trade])
           yield* rollUpTake(f.take_id)
           return true
         }),

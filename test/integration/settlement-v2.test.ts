@@ -375,6 +375,18 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
       const m = yield* marks(maker.identityId, take.master)
       expect(m.fades).toMatchObject({ chances: 1, fades: 1, flagged: true })
       expect(yield* balanceOf(aster, maker.payee)).toBe(0n)
+      // A fill that ends refunded moves nothing on its order and publishes no trade.
+      const sql = yield* SqlClient.SqlClient
+      const [order] = yield* sql<{ filled: string; received: string }>`
+        select filled::text, received::text from orders where id = ${maker.orderId}`
+      expect(order).toEqual({ filled: "0", received: "0" })
+      const [fill] = yield* fillsOf(take.takeId)
+      expect(yield* sql`select 1 from journal where kind = 'trade.settled' and payload->>'id' = ${fill!.id}`).toEqual(
+        [],
+      )
+      expect(
+        yield* sql`select 1 from journal where kind = 'fill.refunded' and payload->>'fill_id' = ${fill!.id}`,
+      ).toHaveLength(2)
     }),
   )
 
