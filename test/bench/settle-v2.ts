@@ -11,7 +11,9 @@
  * below), first by the raw path, then the service:
  *
  *   service: a fresh maker order and client (liquidity and a hashlock for every take; test/bench/SettleV2Service.ts)
- *            and n takers signed in beforehand. Each party's reaction is printed apart, from the chains' blocks as
+ *            and n takers signed in beforehand. First, when each take was reserved and signed after the round
+ *            started (not in signature → credit; takes into one venue queue on its orders' row locks). Each party's
+ *            reaction is printed apart, from the chains' blocks as
  *            this process first saw them (test/bench/SettleV2Watch.ts, 20 ms): service lock = Locked mined −
  *            signatures posted; taker authorisation = PayTake accepted − lock final; payTake = Paid mined − PayTake
  *            accepted; maker reveal = PaymentClaimed mined − payment final; claim = Claimed mined − reveal mined (the
@@ -169,6 +171,13 @@ const program = Effect.gen(function* () {
       const rate = (startMs: number, digests: ReadonlyArray<`0x${string}`>) =>
         (n * 1000) / (Math.max(...digests.map(claimedAt)) - startMs)
       console.log(`size ${n} (${concurrency} at a time)${warmup ? ", warm-up (not in the table)" : ""}, load ${load()}`)
+      // Not in signature → credit: the take's request and its signatures (takes on one order queue on its row lock).
+      console.log(
+        line(
+          "take reserved + signed after round start",
+          timed.map((t) => t.signed - start),
+        ),
+      )
       console.log(
         line(
           "service lock after signatures (Locked mined)",
