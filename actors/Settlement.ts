@@ -316,9 +316,9 @@ const CHAIN_TIMES_TTL = Duration.millis(200)
 
 /**
  * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
- * `settle:take:<take id>:payTake`) wakes its take (a v2 take on the call's end only); a committed escrow index page of a venue wakes the takes of the
- * fills it names (a v2 page of lock and payment events), else every take with a fill open on the venue (a step may
- * be final now). Expiries move with chain time, not pages: the pass cadence and the backstop tick see them.
+ * `settle:take:<take id>:payTake`) wakes its take (a v2 take on the call's end only: outcomeWakesTake); a committed
+ * escrow index page of a venue wakes the takes of the fills it names (a v2 page of lock and payment events), else
+ * every take with a fill open on the venue (a step may be final now). Expiries move with chain time, not pages: the pass cadence and the backstop tick see them.
  */
 const SettlementWakesLive = Layer.mergeAll(
   wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (payload) =>
