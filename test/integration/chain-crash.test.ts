@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
@@ -13,6 +10,7 @@ import { Relayer } from "../../src/Relayer.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { awaitExit, spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
 
@@ -58,9 +56,7 @@ const Live = Layer.unwrapScoped(
       (c) => Effect.promise(() => c.anvil.stop()),
     )
     const config = configFor(chain)
-    const dir = mkdtempSync(join(tmpdir(), "chain-crash-"))
-    const file = join(dir, "config.json")
-    writeFileSync(file, JSON.stringify(config))
+    const file = yield* scopedConfigFile("chain-crash-", config)
     const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),

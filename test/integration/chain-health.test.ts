@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -9,6 +6,7 @@ import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
@@ -43,12 +41,11 @@ const Live = Layer.unwrapScoped(
       venues: [venueEntry(chains[0]!, "hyperliquid"), venueEntry(chains[1]!, "aster")],
       operator_key: key(0),
     }
-    const dir = mkdtempSync(join(tmpdir(), "chain-health-"))
-    writeFileSync(join(dir, "config.json"), JSON.stringify(config))
+    const configFile = yield* scopedConfigFile("chain-health-", config)
     return databaseLayer(url).pipe(
       Layer.provideMerge(
         Layer.succeed(Env, {
-          env: { DATABASE_URL: Redacted.value(url), SETTLEMENT_CONFIG: join(dir, "config.json") },
+          env: { DATABASE_URL: Redacted.value(url), SETTLEMENT_CONFIG: configFile },
           chains,
         }),
       ),

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
@@ -12,6 +9,7 @@ import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, fundOrders, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
@@ -55,8 +53,7 @@ const Live = Layer.unwrapScoped(
       auth: { rpc_urls: [chain.anvil.rpcUrl] },
       operator_key: key(OPERATOR),
     }
-    const file = join(mkdtempSync(join(tmpdir(), "closes-crash-")), "config.json")
-    writeFileSync(file, JSON.stringify(config))
+    const file = yield* scopedConfigFile("closes-crash-", config)
     const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
@@ -11,6 +8,7 @@ import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { key, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { pollUntil } from "../support/Poll.ts"
@@ -41,9 +39,10 @@ const Live = Layer.unwrapScoped(
       venues: [venueEntry(chain, "hyperliquid")],
       operator_key: key(0),
     }
-    const dir = mkdtempSync(join(tmpdir(), "cluster-supervision-"))
-    writeFileSync(join(dir, "config.json"), JSON.stringify(config))
-    const env = { DATABASE_URL: Redacted.value(url), SETTLEMENT_CONFIG: join(dir, "config.json") }
+    const env = {
+      DATABASE_URL: Redacted.value(url),
+      SETTLEMENT_CONFIG: yield* scopedConfigFile("cluster-supervision-", config),
+    }
     return databaseLayer(url).pipe(Layer.provideMerge(Layer.succeed(Env, { env })))
   }),
 )

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
 import {
@@ -22,7 +22,7 @@ import {
   verifyTypedData,
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { ANVIL_PRIVATE_KEYS, type AnvilInstance, startAnvil } from "../../infra/devnet/Anvil.ts"
 import { type Deployment, deployChain } from "../../infra/devnet/Deploy.ts"
 import {
@@ -505,7 +505,9 @@ describe("SettlementEscrow on two anvil chains", () => {
 
 describe("devnet Anvil helper", () => {
   it("lags finalized by 2 × slotsInAnEpoch and persists state across a restart", async () => {
-    const stateFile = path.join(mkdtempSync(path.join(tmpdir(), "anvil-state-")), "state.json")
+    const stateDir = mkdtempSync(path.join(tmpdir(), "anvil-state-"))
+    onTestFinished(() => rmSync(stateDir, { recursive: true, force: true }))
+    const stateFile = path.join(stateDir, "state.json")
     const first = await startAnvil({ chainId: 31337, slotsInAnEpoch: 2, stateFile })
     try {
       const chain = defineChain({

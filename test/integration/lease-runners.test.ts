@@ -7,9 +7,6 @@
  * burst of renewals of leases already running). The runner that handled an identity's expiry is SIGKILLed right
  * after that identity's next renewal: its expiry is still written within 12 s of its time, by another runner.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schedule } from "effect"
@@ -18,6 +15,7 @@ import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { issueCredential, registerIdentity, renew } from "../support/QuoteIdentities.ts"
@@ -45,9 +43,10 @@ const Live = Layer.unwrapScoped(
       // Setup and renewals are many requests of one session and 30 credentials: budgets out of the way.
       limits: { requests_per_second: 1000, request_burst: 1000 },
     }
-    const dir = mkdtempSync(join(tmpdir(), "lease-runners-"))
-    writeFileSync(join(dir, "config.json"), JSON.stringify(config))
-    const env = { DATABASE_URL: Redacted.value(url), SETTLEMENT_CONFIG: join(dir, "config.json") }
+    const env = {
+      DATABASE_URL: Redacted.value(url),
+      SETTLEMENT_CONFIG: yield* scopedConfigFile("lease-runners-", config),
+    }
     return databaseLayer(url).pipe(Layer.provideMerge(Layer.succeed(Env, { env })))
   }),
 )

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
@@ -12,6 +9,7 @@ import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { awaitExit, type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
 import { makerOrder, signedTake } from "../support/Takes.ts"
@@ -58,8 +56,7 @@ const Live = Layer.unwrapScoped(
       auth: { rpc_urls: [hl.anvil.rpcUrl] },
       operator_key: key(OPERATOR),
     }
-    const file = join(mkdtempSync(join(tmpdir(), "settlement-crash-")), "config.json")
-    writeFileSync(file, JSON.stringify(config))
+    const file = yield* scopedConfigFile("settlement-crash-", config)
     const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),

@@ -4,9 +4,6 @@
  * on the same PostgreSQL. A client's share, the token-less share and the 256 are counted over both; when B
  * is SIGKILLed, its slots stop counting within the slot lifetime and A admits again.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -15,6 +12,7 @@ import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { SLOT_LIFETIME_SECONDS } from "../../src/Stream/Slots.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { startService } from "../support/Process.ts"
@@ -65,15 +63,15 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("stream limit
     Effect.gen(function* () {
       const { url } = yield* Env
       const a = yield* baseUrl
-      const dir = mkdtempSync(join(tmpdir(), "stream-runners-"))
-      writeFileSync(
-        join(dir, "config.json"),
-        JSON.stringify({ ...DevelopmentConfig, app_origins: [TEST_ORIGIN], limits: LIMITS }),
-      )
+      const configFile = yield* scopedConfigFile("stream-runners-", {
+        ...DevelopmentConfig,
+        app_origins: [TEST_ORIGIN],
+        limits: LIMITS,
+      })
       const [port, runnerPort] = yield* Effect.all([freePort, freePort])
       const service = yield* startService({
         DATABASE_URL: url,
-        SETTLEMENT_CONFIG: join(dir, "config.json"),
+        SETTLEMENT_CONFIG: configFile,
         PORT: String(port),
         RUNNER_PORT: String(runnerPort),
       })

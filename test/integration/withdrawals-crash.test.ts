@@ -6,9 +6,6 @@
  * - applied by the venue before the crash → unknown → relayed; the venue debited it once, paid it once;
  * - not applied → unknown → failed once the signed transfer can no longer land; nothing moved.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
@@ -17,6 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
+import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { type ServiceProcess, startService } from "../support/Process.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
@@ -54,8 +52,7 @@ const Live = Layer.unwrapScoped(
       auth: { rpc_urls: [node.chain.anvil.rpcUrl] },
       withdrawals: { poll_ms: 100, reconcile_ms: 300, reconcile_max_ms: 1_000 },
     }
-    const configPath = join(mkdtempSync(join(tmpdir(), "withdrawal-crash-")), "config.json")
-    writeFileSync(configPath, JSON.stringify(config))
+    const configPath = yield* scopedConfigFile("withdrawal-crash-", config)
     return databaseLayer(url).pipe(Layer.merge(Layer.succeed(Env, { url: Redacted.value(url), node, configPath })))
   }),
 )

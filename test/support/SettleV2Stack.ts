@@ -1,7 +1,4 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { type Duration, Effect, Redacted } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex, keccak256, toHex } from "viem"
@@ -22,6 +19,7 @@ import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { freePort } from "../../src/FreePort.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "./ChainDevnet.ts"
 import { spawnService } from "./ChainProcess.ts"
+import { scopedConfigFile } from "./ConfigFile.ts"
 import { pollUntil } from "./Poll.ts"
 import { issueCredential, registerIdentity } from "./QuoteIdentities.ts"
 import { signIn } from "./SignIn.ts"
@@ -86,8 +84,7 @@ export const v2Stack = (
       settlement: { escrow_version: 2, ...options.settlement },
       ...(options.limits ? { limits: options.limits } : {}),
     }
-    const file = join(mkdtempSync(join(tmpdir(), "settlement-v2-e2e-")), "config.json")
-    writeFileSync(file, JSON.stringify(config))
+    const file = yield* scopedConfigFile("settlement-v2-e2e-", config)
     const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),
