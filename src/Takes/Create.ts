@@ -22,7 +22,7 @@ import {
   TakeVenueUnknown,
 } from "./Errors.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "./QuoteCandidates.ts"
-import { findTakeByClientId, type TakeRow } from "./Repo.ts"
+import { findTakeByClientId, findTakeDetailByClientId, type TakeDetail, type TakeRow } from "./Repo.ts"
 import { type TakeSignItem, type TakeWithSignItems, takeViewOf } from "./View.ts"
 
 /** What a take asks for (POST /v1/takes, or a transfer intent's take). Addresses any case; amounts base units. */
@@ -73,10 +73,10 @@ const candidateKey = (orderId: string, sequence: bigint | string, quoteIndex: nu
 export type CreatedTake = TakeWithSignItems & { readonly created: boolean }
 
 /** An existing take for the same (master, client id): the same one for the same parameters, else a conflict. */
-const existing = (row: TakeRow, input: CreateTakeInput) =>
-  sameParameters(row, input)
-    ? Effect.map(takeViewOf(row), (v): CreatedTake => ({ ...v, created: false }))
-    : Effect.fail(new TakeConflict({ takeId: row.id }))
+const existing = (detail: TakeDetail, input: CreateTakeInput) =>
+  sameParameters(detail.take, input)
+    ? Effect.succeed<CreatedTake>({ ...takeViewOf(detail), created: false })
+    : Effect.fail(new TakeConflict({ takeId: detail.take.id }))
 
 /** A take the checks let through: its venues, the lowercase payer and recipient, its settlement version. */
 export interface TakePlan {
@@ -140,7 +140,7 @@ export const checkTake = (input: CreateTakeInput) =>
       }
     }
     // A retry of an existing take is answered whatever the account's record since.
-    const before = yield* findTakeByClientId(input.master, input.clientTakeId)
+    const before = yield* findTakeDetailByClientId(input.master, input.clientTakeId)
     if (Option.isSome(before)) {
       return { _tag: "Existing", take: yield* existing(before.value, input) } as TakeCheck
     }
@@ -346,10 +346,10 @@ export const reserveTake = (plan: TakePlan, permit: TakePermit) =>
         return { _tag: "Created" as const, takeId }
       }),
     )
-    const row = yield* findTakeByClientId(input.master, input.clientTakeId)
+    const row = yield* findTakeDetailByClientId(input.master, input.clientTakeId)
     if (Option.isNone(row)) return yield* Effect.dieMessage("the take vanished after its insert")
     if (outcome._tag === "Raced") return yield* existing(row.value, input)
-    const created: CreatedTake = { ...(yield* takeViewOf(row.value)), created: true }
+    const created: CreatedTake = { ...takeViewOf(row.value), created: true }
     return created
   })
 

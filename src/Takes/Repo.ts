@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { appendJournal } from "../Sql/Journal.ts"
 
@@ -107,13 +107,6 @@ const fillColumns = `
   f.fill_digest, f.hashlock_index, f.cancel_signature,
   (select l.state from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest) as lock_state`
 
-export const findTake = (id: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<TakeRow>`select ${sql.unsafe(takeColumns)} from takes t where t.id = ${id}::uuid`.pipe(
-      Effect.map((rows) => Option.fromNullable(rows[0])),
-    ),
-  )
-
 export const findTakeByClientId = (master: string, clientTakeId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<TakeRow>`
@@ -121,17 +114,6 @@ export const findTakeByClientId = (master: string, clientTakeId: string) =>
       where t.master = ${master} and t.client_take_id = ${clientTakeId}`.pipe(
       Effect.map((rows) => Option.fromNullable(rows[0])),
     ),
-  )
-
-/** The take's fills in the order of `to_sign`'s margin_move items (the route's order: best price first). */
-export const takeFills = (takeId: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql<FillRow>`
-      select ${sql.unsafe(fillColumns)} from fills f join takes t on t.id = f.take_id
-      where f.take_id = ${takeId}::uuid
-      order by (select e.ord from jsonb_array_elements(t.to_sign) with ordinality as e(item, ord)
-                where e.item ->> 'fill_id' = f.id::text), f.fill_key`,
   )
 
 export interface FillTransaction {
@@ -145,21 +127,86 @@ export interface FillTransaction {
   readonly at: Date
 }
 
-/** Every relayed transaction of the take's fills, from the fills' relayer keys (in submission order). */
-export const takeTransactions = (takeId: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql<FillTransaction>`
-      select f.id::text as fill_id, k.kind, r.chain_id::int as chain_id, r.tx_hash as hash, r.status,
-             coalesce(nullif(r.revert_reason, ''), r.error) as error, r.updated_at as at
-      from fills f
-      cross join lateral (values
-        ('lock', f.lock_key), ('pay', f.pay_key), ('claim', f.claim_key), ('claimPayment', f.claim_payment_key),
-        ('cancelLock', f.cancel_key), ('refund', f.refund_key), ('refundPayment', f.refund_payment_key)
-      ) as k(kind, key)
-      join relayer_requests r on r.idempotency_key = k.key
-      where f.take_id = ${takeId}::uuid
-      order by r.id`,
+/** A fill's relayer keys by escrow function (the `values` of takeDetail's transactions). */
+const TRANSACTION_KEYS = `
+  ('lock', f.lock_key), ('pay', f.pay_key), ('claim', f.claim_key), ('claimPayment', f.claim_payment_key),
+  ('cancelLock', f.cancel_key), ('refund', f.refund_key), ('refundPayment', f.refund_payment_key)`
+
+/** The fields of a fill the take's view shows (View.ts), as `takeDetail` reads them. */
+export type FillViewRow = Pick<
+  FillRow,
+  | "id"
+  | "order_id"
+  | "sequence"
+  | "quote_index"
+  | "amount_in"
+  | "amount_out"
+  | "payee"
+  | "hashlock"
+  | "maker_expiry"
+  | "taker_expiry"
+  | "state"
+  | "final"
+  | "fill"
+  | "error"
+  | "fill_digest"
+  | "hashlock_index"
+  | "lock_state"
+>
+
+/** A take with its fills (to_sign order) and their relayed transactions (submission order): what its view shows. */
+export interface TakeDetail {
+  readonly take: TakeRow
+  readonly fills: ReadonlyArray<FillViewRow>
+  readonly transactions: ReadonlyArray<FillTransaction>
+}
+
+/** `at` arrives as JSON text (json_agg); the rest as FillTransaction has it. */
+type TransactionJson = Omit<FillTransaction, "at"> & { readonly at: string }
+
+/**
+ * The take matching `where` (over `takes t`) with its fills and transactions in one statement, both as JSON arrays
+ * beside the take's columns: every take request reads a view, once or twice, and these were three round trips.
+ * Fills in the order of `to_sign`'s margin_move items (the route's order: best price first); transactions from the
+ * fills' relayer keys, in submission order.
+ */
+const takeDetail = (sql: SqlClient.SqlClient, where: Statement.Fragment) =>
+  sql<TakeRow & { fills_json: ReadonlyArray<FillViewRow>; transactions_json: ReadonlyArray<TransactionJson> }>`
+    select ${sql.unsafe(takeColumns)},
+      coalesce((
+        select json_agg(v order by v.ord, v.fill_key) from (
+          select ${sql.unsafe(fillColumns)}, (
+            select e.ord from jsonb_array_elements(t.to_sign) with ordinality as e(item, ord)
+            where e.item ->> 'fill_id' = f.id::text) as ord
+          from fills f where f.take_id = t.id) v
+      ), '[]') as fills_json,
+      coalesce((
+        select json_agg(x order by x.request_id) from (
+          select f.id::text as fill_id, k.kind, r.chain_id::int as chain_id, r.tx_hash as hash, r.status,
+                 coalesce(nullif(r.revert_reason, ''), r.error) as error, r.updated_at as at, r.id as request_id
+          from fills f
+          cross join lateral (values ${sql.unsafe(TRANSACTION_KEYS)}) as k(kind, key)
+          join relayer_requests r on r.idempotency_key = k.key
+          where f.take_id = t.id) x
+      ), '[]') as transactions_json
+    from takes t where ${where}`.pipe(
+    Effect.map((rows) =>
+      Option.map(Option.fromNullable(rows[0]), ({ fills_json, transactions_json, ...take }) => ({
+        take,
+        fills: fills_json,
+        transactions: transactions_json.map((x) => ({ ...x, at: new Date(x.at) })),
+      })),
+    ),
+  )
+
+/** The take `id` with its fills and transactions (TakeDetail), or None. */
+export const findTakeDetail = (id: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => takeDetail(sql, sql`t.id = ${id}::uuid`))
+
+/** The take of (master, client id) with its fills and transactions (TakeDetail), or None. */
+export const findTakeDetailByClientId = (master: string, clientTakeId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    takeDetail(sql, sql`t.master = ${master} and t.client_take_id = ${clientTakeId}`),
   )
 
 export type SignOutcome =

@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import type { Address, Hex } from "viem"
 import { payTakeTypedData } from "../Domain/EscrowTypedDataV2.ts"
 import { toWireTypedData } from "../Domain/WireTypedData.ts"
-import { type FillRow, type FillTransaction, findTake, type TakeRow, takeFills, takeTransactions } from "./Repo.ts"
+import { type FillTransaction, type FillViewRow, findTakeDetail, type TakeDetail, type TakeRow } from "./Repo.ts"
 
 /**
  * A take as the API shows it (POST /v1/takes, POST /v1/takes/{id}/signatures, GET /v1/takes/{id}; transfers embed
@@ -97,7 +97,10 @@ const transactionView = (t: FillTransaction): TakeTransactionView => ({
  * passed: PayTake over the Fill digests in fill order (`to_sign` order), in the taker v2 escrow's domain (read from
  * the stored Fills, which name it). undefined otherwise (and always for v1).
  */
-export const payAuthorizationItem = (t: TakeRow, fills: ReadonlyArray<FillRow>): TakeSignItem | undefined => {
+export const payAuthorizationItem = (
+  t: TakeRow,
+  fills: ReadonlyArray<Pick<FillViewRow, "fill" | "fill_digest" | "lock_state">>,
+): TakeSignItem | undefined => {
   if (t.escrow_version !== 2 || t.pay_key_address === null || !t.pay_open || fills.length === 0) return undefined
   if (!fills.every((f) => f.fill_digest !== null && f.lock_state === "locked")) return undefined
   const first = fills[0]!.fill as { takerChainId: string; takerEscrow: string }
@@ -114,7 +117,7 @@ export const payAuthorizationItem = (t: TakeRow, fills: ReadonlyArray<FillRow>):
   }
 }
 
-const v2FillFields = (f: FillRow) =>
+const v2FillFields = (f: FillViewRow) =>
   f.fill_digest === null ? {} : { fill_digest: f.fill_digest, hashlock_index: f.hashlock_index ?? 0 }
 
 const v2TakeFields = (t: TakeRow) =>
@@ -127,7 +130,7 @@ const v2TakeFields = (t: TakeRow) =>
         pay_authorized_at: t.pay_authorized_at === null ? null : t.pay_authorized_at.toISOString(),
       }
 
-const fillView = (f: FillRow, txs: ReadonlyArray<FillTransaction>): TakeFillView => ({
+const fillView = (f: FillViewRow, txs: ReadonlyArray<FillTransaction>): TakeFillView => ({
   fill_id: f.id,
   order_id: f.order_id,
   sequence: Number(f.sequence),
@@ -145,49 +148,43 @@ const fillView = (f: FillRow, txs: ReadonlyArray<FillTransaction>): TakeFillView
   ...v2FillFields(f),
 })
 
-/** The view of a loaded take row (reads its fills and their transactions). */
-export const takeViewOf = (t: TakeRow) =>
-  Effect.gen(function* () {
-    const [fills, txs] = yield* Effect.all([takeFills(t.id), takeTransactions(t.id)])
-    const take: TakeView = {
-      id: t.id,
-      client_take_id: t.client_take_id,
-      from: t.from_venue,
-      to: t.to_venue,
-      amount_in: t.amount_in,
-      min_out: t.min_out,
-      payer: t.payer,
-      recipient: t.recipient,
-      max_parts: t.max_parts,
-      total_in: t.total_in,
-      total_out: t.total_out,
-      state: t.state,
-      final: fills.length > 0 && fills.every((f) => f.final),
-      pay_deadline: t.pay_deadline.toISOString(),
-      signed_at: t.signed_at === null ? null : t.signed_at.toISOString(),
-      error: t.error,
-      created_at: t.created_at.toISOString(),
-      updated_at: t.updated_at.toISOString(),
-      fills: fills.map((f) => fillView(f, txs)),
-      ...v2TakeFields(t),
-    }
-    const stored = t.to_sign as ReadonlyArray<TakeSignItem>
-    const pay = payAuthorizationItem(t, fills)
-    return { take, toSign: pay === undefined ? stored : [...stored, pay] } satisfies TakeWithSignItems
-  })
+/** The view of a take read with its fills and their transactions (TakeDetail, one statement). */
+export const takeViewOf = ({ take: t, fills, transactions: txs }: TakeDetail): TakeWithSignItems => {
+  const take: TakeView = {
+    id: t.id,
+    client_take_id: t.client_take_id,
+    from: t.from_venue,
+    to: t.to_venue,
+    amount_in: t.amount_in,
+    min_out: t.min_out,
+    payer: t.payer,
+    recipient: t.recipient,
+    max_parts: t.max_parts,
+    total_in: t.total_in,
+    total_out: t.total_out,
+    state: t.state,
+    final: fills.length > 0 && fills.every((f) => f.final),
+    pay_deadline: t.pay_deadline.toISOString(),
+    signed_at: t.signed_at === null ? null : t.signed_at.toISOString(),
+    error: t.error,
+    created_at: t.created_at.toISOString(),
+    updated_at: t.updated_at.toISOString(),
+    fills: fills.map((f) => fillView(f, txs)),
+    ...v2TakeFields(t),
+  }
+  const stored = t.to_sign as ReadonlyArray<TakeSignItem>
+  const pay = payAuthorizationItem(t, fills)
+  return { take, toSign: pay === undefined ? stored : [...stored, pay] }
+}
 
 /**
  * The take `id` with its `to_sign`, or None. No ownership check: callers compare `master` first (`takeOwnedBy`).
  */
-export const takeView = (id: string) =>
-  Effect.flatMap(findTake(id), (row) =>
-    Option.isNone(row) ? Effect.succeedNone : Effect.map(takeViewOf(row.value), Option.some),
-  )
+export const takeView = (id: string) => Effect.map(findTakeDetail(id), Option.map(takeViewOf))
 
 /** The take `id` if `master` owns it (another master's take is indistinguishable from none). */
 export const takeOwnedBy = (id: string, master: string) =>
-  Effect.flatMap(findTake(id), (row) =>
-    Option.isSome(row) && row.value.master === master
-      ? Effect.map(takeViewOf(row.value), Option.some)
-      : Effect.succeedNone,
+  Effect.map(
+    findTakeDetail(id),
+    Option.flatMap((d) => (d.take.master === master ? Option.some(takeViewOf(d)) : Option.none())),
   )
