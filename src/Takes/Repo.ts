@@ -1,6 +1,6 @@
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { appendJournal } from "../Sql/Journal.ts"
+import { appendJournal, journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 
 /**
  * Takes and their fills: rows, reads and the transitions this module owns (reserved → signed, reserved → expired).
@@ -217,46 +217,56 @@ export type SignOutcome =
 
 /**
  * Stores the payer's signatures (already verified by the caller) and moves the take and its fills reserved →
- * signed, in one transaction, while the pay window is open (database time, checked under the take's row lock so a
- * concurrent sweep or second signer cannot interleave). `AlreadySigned` when the take is past `reserved` but was
- * signed (a retry); `Closed` when the window has passed or the take ended otherwise.
+ * signed, with the `take.signed` journal row, in one statement (atomic alone: one round trip, where a transaction
+ * was six), while the pay window is open (database time). The take's update is guarded by its state, so it takes the
+ * row's lock and re-checks the guard on the newest version: a concurrent sweep or second signer cannot interleave.
+ * `AlreadySigned` when the take is past `reserved` but was signed (a retry); `Closed` when the window has passed or
+ * the take ended otherwise.
  */
 export const signTake = (p: {
   readonly takeId: string
   readonly master: string
   readonly permitSignature: string
   readonly fillSignatures: ReadonlyMap<string, string>
-}) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const rows = yield* sql<{ state: string; open: boolean; signed: boolean }>`
-          select state, pay_deadline > now() as open, signed_at is not null as signed
-          from takes where id = ${p.takeId}::uuid and master = ${p.master} for update`
-        const row = rows[0]
-        if (row === undefined) return { _tag: "Missing" } as SignOutcome
-        if (row.signed) return { _tag: "AlreadySigned" } as SignOutcome
-        if (row.state !== "reserved" || !row.open) {
-          return { _tag: "Closed", state: row.state === "reserved" ? "expired" : row.state } as SignOutcome
-        }
-        yield* sql`
-          update takes set state = 'signed', permit_signature = ${p.permitSignature}, signed_at = now(),
-            updated_at = now()
-          where id = ${p.takeId}::uuid`
-        for (const [fillId, signature] of p.fillSignatures) {
-          yield* sql`
-            update fills set state = 'signed', signature = ${signature}, updated_at = now()
-            where id = ${fillId}::uuid and take_id = ${p.takeId}::uuid and state = 'reserved'`
-        }
-        yield* appendJournal({
-          kind: "take.signed",
-          master: p.master,
-          payload: { take_id: p.takeId, state: "signed", fill_ids: [...p.fillSignatures.keys()] },
-        })
-        return { _tag: "Signed" } as SignOutcome
-      }),
-    ),
-  )
+}): Effect.Effect<SignOutcome, SqlError.SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const entry = {
+      kind: "take.signed",
+      master: p.master,
+      payload: { take_id: p.takeId, state: "signed", fill_ids: [...p.fillSignatures.keys()] },
+    }
+    // `before`: the take as this statement's snapshot saw it, which says why nothing was updated.
+    const [row] = yield* sql<{ updated: boolean; state: string | null; open: boolean | null; signed: boolean | null }>`
+      with take as (
+        update takes set state = 'signed', permit_signature = ${p.permitSignature}, signed_at = now(),
+          updated_at = now()
+        where id = ${p.takeId}::uuid and master = ${p.master} and state = 'reserved' and signed_at is null
+          and pay_deadline > now()
+        returning id
+      ), fills as (
+        update fills f set state = 'signed', signature = s.signature, updated_at = now()
+        from unnest(${[...p.fillSignatures.keys()]}::uuid[], ${[...p.fillSignatures.values()]}::text[])
+          as s(id, signature)
+        where f.id = s.id and f.take_id = ${p.takeId}::uuid and f.state = 'reserved' and exists (select 1 from take)
+        returning f.id
+      ), appended as (${journalRowsInsert(sql, [entry], sql`exists (select 1 from take)`)})
+      select exists (select 1 from take) as updated, before.state, before.open, before.signed,
+        (select count(*)::int from (${journalNotify(sql, [])}) n where exists (select 1 from appended)) as notified
+      from (select 1) one
+      left join (
+        select state, pay_deadline > now() as open, signed_at is not null as signed
+        from takes where id = ${p.takeId}::uuid and master = ${p.master}
+      ) before on true`
+    const { updated, state, open, signed } = row!
+    if (updated) return { _tag: "Signed" } as SignOutcome
+    if (state === null) return { _tag: "Missing" } as SignOutcome
+    // Not updated though the snapshot shows it open and unsigned: another transaction changed it meanwhile (a second
+    // signer, the sweep); the statement again, on a snapshot that sees that change.
+    if (state === "reserved" && open === true && signed === false) return yield* signTake(p)
+    if (signed) return { _tag: "AlreadySigned" } as SignOutcome
+    return { _tag: "Closed", state: state === "reserved" ? "expired" : state } as SignOutcome
+  })
 
 /**
  * The sweep of unsigned takes: every take still `reserved` whose pay window has passed (database time) becomes

@@ -8,7 +8,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, keccak256, toHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
@@ -19,7 +19,7 @@ import { fillKeyOf } from "../../src/Domain/FillId.ts"
 import { SECP256K1_N } from "../../src/Domain/Signature.ts"
 import { fillSecretKeyring, openFillSecret } from "../../src/Settlement/FillSecrets.ts"
 import { loadQuoteCandidates } from "../../src/Takes/QuoteCandidates.ts"
-import { expireUnsignedTakes } from "../../src/Takes/Repo.ts"
+import { expireUnsignedTakes, signTake } from "../../src/Takes/Repo.ts"
 import type { TestChain } from "../support/ChainDevnet.ts"
 import { Chains, devnetStack } from "../support/DevnetStack.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
@@ -623,6 +623,70 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
     }),
   )
 
+  it.effect(
+    "a signer racing another: its snapshot showed the take open, the other's commit decides: AlreadySigned",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sql = yield* SqlClient.SqlClient
+        const A = yield* maker({
+          available: 1_000_000n,
+          quoteSize: 1_000_000n,
+          supply: 1_000_000n,
+          receive: 1_000_000n,
+        })
+        yield* only([A.orderId])
+        const t = yield* taker
+        const body = takeBody(t.account.address, { amount_in: "500000" })
+        const { take } = ok(yield* post(`${base}/v1/takes`, body, bearer(t.token)))
+        // signTake stores what its caller verified; these stand in for verified signatures.
+        const sign = (byte: string) =>
+          signTake({
+            takeId: take.id,
+            master: t.master,
+            permitSignature: `0x${byte.repeat(65)}`,
+            fillSignatures: new Map(take.fills.map((f) => [f.fill_id, `0x${byte.repeat(65)}`])),
+          })
+        const holding = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        // The first signer's statement runs in a transaction held open: the take's row stays locked, uncommitted.
+        const first = yield* Effect.fork(
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const outcome = yield* sign("aa")
+              yield* Deferred.succeed(holding, undefined)
+              yield* Deferred.await(release)
+              return outcome
+            }),
+          ),
+        )
+        yield* Deferred.await(holding)
+        // The second's snapshot predates that commit; its update waits for the row, then finds it signed.
+        const second = yield* Effect.fork(sign("bb"))
+        yield* Effect.sleep("300 millis")
+        yield* Deferred.succeed(release, undefined)
+        expect(yield* Fiber.join(first)).toEqual({ _tag: "Signed" })
+        expect(yield* Fiber.join(second)).toEqual({ _tag: "AlreadySigned" })
+        const stored = yield* sql<{ permit_signature: string }>`
+        select permit_signature from takes where id = ${take.id}::uuid`
+        expect(stored[0]!.permit_signature).toBe(`0x${"aa".repeat(65)}`)
+        const fills = yield* sql<{ state: string; signature: string }>`
+        select state, signature from fills where take_id = ${take.id}::uuid`
+        expect(fills.map((f) => [f.state, f.signature])).toEqual(
+          take.fills.map(() => ["signed", `0x${"aa".repeat(65)}`]),
+        )
+        const rows = yield* sql`select 1 from journal where kind = 'take.signed' and payload ->> 'take_id' = ${take.id}`
+        expect(rows.length).toBe(1)
+        // Closed and missing: a take past its window, and another master's.
+        yield* sql`update takes set state = 'reserved', signed_at = null, pay_deadline = now() - interval '1 second'
+        where id = ${take.id}::uuid`
+        expect(yield* sign("cc")).toEqual({ _tag: "Closed", state: "expired" })
+        expect(
+          yield* signTake({ takeId: take.id, master: "0x00", permitSignature: "0x", fillSignatures: new Map() }),
+        ).toEqual({ _tag: "Missing" })
+      }),
+  )
+
   it.effect("ten concurrent takes on one order never over-allocate it", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
@@ -665,6 +729,23 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
       })
       expect(new Set(ids).size).toBe(1)
       expect((yield* candidatesNow)[A.orderId]).toEqual(["0", "0"])
+      // Its signatures posted four times at once (a retrying client): each answered signed with the same signed_at,
+      // stored once, one take.signed row.
+      const mine = repeats[0]!.json as TakeResponse
+      const signatures = yield* signAll(t.account, mine.to_sign)
+      const signs = yield* Effect.all(
+        Array.from({ length: 4 }, () => post(`${base}/v1/takes/${ids[0]}/signatures`, signatures, bearer(t.token))),
+        { concurrency: "unbounded" },
+      )
+      const signedAt = signs.map((r) => {
+        expect(r.status, r.text).toBe(200)
+        return (r.json as TakeResponse).take.signed_at
+      })
+      expect(new Set(signedAt).size).toBe(1)
+      expect(signedAt[0]).not.toBeNull()
+      const signedRows = yield* sql`
+        select 1 from journal where kind = 'take.signed' and payload ->> 'take_id' = ${ids[0]!}`
+      expect(signedRows.length).toBe(1)
     }),
   )
 })
