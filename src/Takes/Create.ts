@@ -22,7 +22,7 @@ import {
   TakeVenueUnknown,
 } from "./Errors.ts"
 import { loadQuoteCandidates, type QuoteCandidateRow, toTakeCandidate } from "./QuoteCandidates.ts"
-import { findTakeByClientId, findTakeDetailByClientId, type TakeDetail, type TakeRow } from "./Repo.ts"
+import { findTakeDetailByClientId, type TakeDetail, type TakeRow } from "./Repo.ts"
 import { type TakeSignItem, type TakeWithSignItems, takeViewOf } from "./View.ts"
 
 /** What a take asks for (POST /v1/takes, or a transfer intent's take). Addresses any case; amounts base units. */
@@ -198,16 +198,19 @@ export const reserveTake = (plan: TakePlan, permit: TakePermit) =>
     const outcome = yield* sql.withTransaction(
       Effect.gen(function* () {
         // Identical requests in flight at once: the second waits here until the first commits and then answers its
-        // take (without this it would route over what the first reserved and could answer NO_LIQUIDITY).
-        yield* sql`select pg_advisory_xact_lock(${TAKE_CLIENT_LOCK}, hashtext(${`${input.master}\n${input.clientTakeId}`}))`
-        if (Option.isSome(yield* findTakeByClientId(input.master, input.clientTakeId))) {
-          return { _tag: "Raced" as const }
-        }
-        const linked = yield* sql`
-          select 1 from linked_accounts where master = ${input.master} and venue = ${from.id} and address = ${payer}
-          for share`
-        if (linked.length === 0) return yield* new TakePayerNotLinked({ venue: from.id, payer })
-        const [clock] = yield* sql<{ now: string }>`select floor(extract(epoch from now()))::bigint::text as now`
+        // take (without this it would route over what the first reserved and could answer NO_LIQUIDITY). now() is
+        // the transaction's start, the same in every statement of it.
+        const [clock] = yield* sql<{ now: string }>`
+          select pg_advisory_xact_lock(${TAKE_CLIENT_LOCK}, hashtext(${`${input.master}\n${input.clientTakeId}`})),
+            floor(extract(epoch from now()))::bigint::text as now`
+        // A statement after the lock's, so its snapshot sees what an identical request committed meanwhile.
+        const [state] = yield* sql<{ raced: boolean; linked: boolean }>`
+          select exists (select 1 from takes where master = ${input.master} and client_take_id = ${input.clientTakeId})
+              as raced,
+            exists (select 1 from linked_accounts
+              where master = ${input.master} and venue = ${from.id} and address = ${payer} for share) as linked`
+        if (state!.raced) return { _tag: "Raced" as const }
+        if (!state!.linked) return yield* new TakePayerNotLinked({ venue: from.id, payer })
         const nowSeconds = BigInt(clock!.now)
         if (version === 2) {
           return yield* reserveTakeV2({

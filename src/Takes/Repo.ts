@@ -107,15 +107,6 @@ const fillColumns = `
   f.fill_digest, f.hashlock_index, f.cancel_signature,
   (select l.state from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest) as lock_state`
 
-export const findTakeByClientId = (master: string, clientTakeId: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<TakeRow>`
-      select ${sql.unsafe(takeColumns)} from takes t
-      where t.master = ${master} and t.client_take_id = ${clientTakeId}`.pipe(
-      Effect.map((rows) => Option.fromNullable(rows[0])),
-    ),
-  )
-
 export interface FillTransaction {
   readonly fill_id: string
   /** The escrow function: lock, pay, claim, claimPayment, cancelLock, refund or refundPayment. */
