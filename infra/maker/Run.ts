@@ -122,16 +122,17 @@ const revealLoop = (
           // The nonce and the send, one reveal at a time on this chain: each send reads the key's pending nonce from
           // the endpoint after the previous one entered its pool, so concurrent reveals never share a nonce, and a
           // send that fails leaves no gap (no local counter to drift, as viem's nonceManager's would after a failed or
-          // dropped send; nothing to restore after a restart). The receipts are then awaited concurrently.
-          const hash = await oneAtATime(async () => {
+          // dropped send; nothing to restore after a restart). The loop awaits the receipts together (`included`).
+          return oneAtATime(async () => {
             const nonce = await t.reader.getTransactionCount({ address: payee.address, blockTag: "pending" })
             // The prepared request is a serializable transaction but for its typing (optional blob fields).
             const serializedTransaction = await payee.signTransaction({ ...request, nonce } as TransactionSerializable)
             return t.reader.sendRawTransaction({ serializedTransaction })
           })
+        },
+        included: async (hash: Hex) => {
           const receipt = await t.reader.waitForTransactionReceipt({ hash })
           if (receipt.status !== "success") throw new Error(`claimPayment ${hash} reverted`)
-          return hash
         },
       },
     })

@@ -15,11 +15,13 @@
  * yet, payment not final yet) keeps the payment under watch; others drop it. One log line per reveal and per new
  * refusal, never a secret.
  *
- * The payments under watch are independent: a pass checks and reveals up to `revealConcurrency` of them at once
- * (each still only once its payment and lock are final), so one slow reveal (its claimPayment waits for a receipt)
- * does not hold up the others. A pass ends when all of them are done, so what it returns and what it records as sent
- * are as before; a failure of one does not stop the others, and the pass then fails (the first error) once they
- * have all settled, so nothing of a failed pass is still running when the next one starts.
+ * The payments under watch are independent: a pass checks and sends reveals for up to `revealConcurrency` of them
+ * at once (each still only once its payment and lock are final). A slot is free again once its claimPayment is sent:
+ * the pass then waits for all its sent reveals' inclusions together, so a pass of many payments reveals them all in
+ * the next block or so, not `revealConcurrency` a block. A pass ends when all of them are done (included, or failed),
+ * so what it returns and what it records as sent are as before; a failure of one does not stop the others, and the
+ * pass then fails (the first error) once they have all settled, so nothing of a failed pass is still running when
+ * the next one starts.
  *
  * Browser-safe: viem only (the claim broadcaster is given by the caller).
  */
@@ -49,12 +51,20 @@ export interface RevealLoopDeps {
   /** The maker chain's reader. */
   readonly maker: RevealReader
   /**
-   * Per taker chain id: its reader and the broadcaster of `claimPayment(digest, secret)` from the maker's key, which
-   * resolves once the transaction is included (its hash). Called for several payments at once (up to
-   * `revealConcurrency`): the broadcaster must keep its sends' nonces apart (infra/maker/Run.ts sends one at a time).
+   * Per taker chain id: its reader, the broadcaster of `claimPayment(digest, secret)` from the maker's key, which
+   * resolves once the transaction is sent (its hash), and `included(hash)`, which resolves once that transaction is
+   * included and succeeded (and rejects if it reverted). The broadcaster is called for several payments at once (up
+   * to `revealConcurrency`): it must keep its sends' nonces apart (infra/maker/Run.ts sends one at a time).
    */
   readonly takers: Readonly<
-    Record<number, { readonly reader: RevealReader; readonly claimPayment: (digest: Hex, secret: Hex) => Promise<Hex> }>
+    Record<
+      number,
+      {
+        readonly reader: RevealReader
+        readonly claimPayment: (digest: Hex, secret: Hex) => Promise<Hex>
+        readonly included: (hash: Hex) => Promise<void>
+      }
+    >
   >
   /** secretKeyOf(quote signer private key). */
   readonly key: Hex
@@ -91,6 +101,13 @@ const pooled = async <A, B>(items: ReadonlyArray<A>, limit: number, f: (a: A) =>
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker))
   if (failures.length > 0) throw failures[0]
   return out
+}
+
+/** A reveal sent this pass, its inclusion not yet seen. */
+interface SentReveal {
+  readonly digest: Hex
+  readonly tx: Hex
+  readonly hashlockIndex: number
 }
 
 export type RevealOutcome =
@@ -289,18 +306,39 @@ export const makeRevealLoop = (config: RevealLoopConfig, deps: RevealLoopDeps) =
         try {
           tx = await t.claimPayment(decision.digest, decision.secret)
         } catch (e) {
-          // Only the error's name: a client error's message may quote the call's arguments (the secret).
-          deps.log(`claimPayment for ${digest} failed (${e instanceof Error ? e.name : "error"}); retried next pass`)
+          claimFailed(digest, e)
           return undefined
         }
-        sent.set(digest, (await t.reader.getBlock({ blockTag: "latest" })).number)
-        const outcome: RevealOutcome = { digest, kind: "revealed", hashlockIndex: decision.hashlockIndex, tx }
-        report(outcome)
-        return outcome
+        // Sent: the slot is free; the pass waits for the inclusion with the others' (below).
+        return { digest, tx, hashlockIndex: decision.hashlockIndex } satisfies SentReveal
       })
-      for (const outcome of decided) if (outcome !== undefined) outcomes.push(outcome)
+      const included = await Promise.all(
+        decided.map((d) => (d === undefined || "kind" in d ? d : includedReveal(t, d))),
+      )
+      for (const outcome of included) if (outcome !== undefined) outcomes.push(outcome)
     }
     return outcomes
+  }
+
+  // Only the error's name: a client error's message may quote the call's arguments (the secret).
+  const claimFailed = (digest: Hex, e: unknown) =>
+    deps.log(`claimPayment for ${digest} failed (${e instanceof Error ? e.name : "error"}); retried next pass`)
+
+  /** A sent reveal once included: recorded as sent with the newest block by then, and reported (else retried). */
+  const includedReveal = async (
+    t: RevealLoopDeps["takers"][number],
+    { digest, tx, hashlockIndex }: SentReveal,
+  ): Promise<RevealOutcome | undefined> => {
+    try {
+      await t.included(tx)
+    } catch (e) {
+      claimFailed(digest, e)
+      return undefined
+    }
+    sent.set(digest, (await t.reader.getBlock({ blockTag: "latest" })).number)
+    const outcome: RevealOutcome = { digest, kind: "revealed", hashlockIndex, tx }
+    report(outcome)
+    return outcome
   }
 
   return { tick, watching: () => [...watching.keys()] }

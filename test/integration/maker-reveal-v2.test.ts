@@ -61,16 +61,16 @@ describe("the maker's reveal loop on two anvil chains", () => {
       takers: {
         [TAKER_CHAIN]: {
           reader: T.pub,
-          claimPayment: async (digest, secret) => {
-            const hash = await wallet.writeContract({
+          claimPayment: (digest, secret) =>
+            wallet.writeContract({
               address: T.escrow,
               abi: settlementEscrowV2Abi,
               functionName: "claimPayment",
               args: [digest, secret],
-            })
+            }),
+          included: async (hash) => {
             const receipt = await T.pub.waitForTransactionReceipt({ hash, pollingInterval: 20 })
             if (receipt.status !== "success") throw new Error("claimPayment reverted")
-            return hash
           },
         },
       },
