@@ -91,9 +91,13 @@ export const prepareTakers = (s: V2Stack, n: number, perFill: bigint) =>
 const patientFetch: typeof fetch = (input, init) =>
   fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(60_000) })
 
-/** The taker API, noting when the service accepted the PayTake (performance.now ms). */
-const timedApi = (api: TakerApi, marks: { authorized?: number }): TakerApi => ({
-  ...api,
+/** The taker API, noting when the service answered the take and accepted the PayTake (performance.now ms). */
+const timedApi = (api: TakerApi, marks: { reserved?: number; authorized?: number }): TakerApi => ({
+  createTake: async (body) => {
+    const answer = await api.createTake(body)
+    marks.reserved = performance.now()
+    return answer
+  },
   postSignatures: async (takeId, body) => {
     const answer = await api.postSignatures(takeId, body)
     if ("pay_authorization" in body) marks.authorized = performance.now()
@@ -103,6 +107,8 @@ const timedApi = (api: TakerApi, marks: { authorized?: number }): TakerApi => ({
 
 export interface Timed {
   readonly digest: Hex
+  /** The take's answer came (reserved, its to_sign in hand). */
+  readonly reserved: number
   /** Signatures posted (takeV2 returned): the service has the Fills and permit. */
   readonly signed: number
   readonly authorized: number
@@ -114,9 +120,9 @@ export interface Timed {
  */
 export const serviceTake = (s: V2Stack, w: Watcher, taker: V2Taker, amount: bigint) =>
   Effect.gen(function* () {
-    const marks: { authorized?: number } = {}
+    const marks: { reserved?: number; authorized?: number } = {}
     const api = timedApi(httpTakerApi(s.api, taker.token, patientFetch), marks)
-    const handle = yield* takeV2(s, taker, amount)
+    const handle = yield* takeV2(s, taker, amount, api)
     const signed = performance.now()
     const digest = handle.take.fills[0]!.digest
     const attempt = Effect.tryPromise(() => authorizePayment(api, s.hl.pub, handle)).pipe(
@@ -144,5 +150,5 @@ export const serviceTake = (s: V2Stack, w: Watcher, taker: V2Taker, amount: bigi
         ),
       ),
     )
-    return { digest, signed, authorized: marks.authorized! } satisfies Timed
+    return { digest, reserved: marks.reserved!, signed, authorized: marks.authorized! } satisfies Timed
   })

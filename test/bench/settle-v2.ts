@@ -174,6 +174,12 @@ const program = Effect.gen(function* () {
       // Not in signature → credit: the take's request and its signatures (takes on one order queue on its row lock).
       console.log(
         line(
+          "take reserved after round start",
+          timed.map((t) => t.reserved - start),
+        ),
+      )
+      console.log(
+        line(
           "take reserved + signed after round start",
           timed.map((t) => t.signed - start),
         ),

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { appendFileSync } from "node:fs"
 import { SqlClient } from "@effect/sql"
 import { type Duration, Effect, Redacted } from "effect"
 import { type Address, encodeFunctionData, getAddress, type Hex, keccak256, toHex } from "viem"
@@ -10,6 +11,7 @@ import {
   httpTakerApi,
   startTake,
   type TakeHandle,
+  type TakerApi,
   TakerApiError,
 } from "../../src/Client/TakerFlow.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
@@ -264,8 +266,19 @@ export const runMakerClient = (
     stdio: ["ignore", "pipe", "pipe"],
   })
   let out = ""
-  child.stdout.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-20_000)))
-  child.stderr.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-20_000)))
+  // MAKER_LOG=<file>: every line the maker writes is appended there too, after the time it was read (ISO 8601): its
+  // reveals and refusals by time, as SERVICE_LOG keeps the service's.
+  const logFile = process.env.MAKER_LOG
+  const keep = (d: Buffer) => {
+    const text = d.toString()
+    if (logFile) {
+      const at = new Date().toISOString()
+      appendFileSync(logFile, text.replace(/^(?=.)/gm, `${at} `))
+    }
+    out = (out + text).slice(-20_000)
+  }
+  child.stdout.on("data", keep)
+  child.stderr.on("data", keep)
   const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)))
   return { child, exited, output: () => out }
 }
@@ -316,12 +329,15 @@ export const v2Taker = (s: V2Stack, who: PrivateKeyAccount) =>
     return { account: who, token } satisfies V2Taker
   })
 
-/** The taker's typed flow: create with a fresh pay key, check, sign the checked Fills and permit, submit. */
-export const takeV2 = (s: V2Stack, t: V2Taker, amountIn: bigint) =>
+/**
+ * The taker's typed flow: create with a fresh pay key, check, sign the checked Fills and permit, submit (`api`: the
+ * taker API to use, e.g. one that notes when each answer came).
+ */
+export const takeV2 = (s: V2Stack, t: V2Taker, amountIn: bigint, api: TakerApi = httpTakerApi(s.api, t.token)) =>
   Effect.gen(function* () {
     const started = yield* Effect.promise(() =>
       startTake(
-        httpTakerApi(s.api, t.token),
+        api,
         {
           chains: {
             42161: { escrow: s.aster.escrowV2!, token: s.aster.token },
