@@ -42,11 +42,16 @@ const RESERVATIONS_V2_CTE = `
     where a.active and f.fill_digest is not null
       and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
                else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
-  ),
-  used_index (order_id, sequence, held) as (
-    select order_id, sequence, count(*) from fills
-    where ${HOLDS_HASHLOCK_INDEX} group by order_id, sequence
   )`
+
+/**
+ * How many hashlock indexes fills hold in the candidate set `s`, counted per set through fills_hashlock_index's
+ * (order_id, sequence) prefix. A count of every set's fills grouped first would read that whole index on each take:
+ * it grows with every fill ever made.
+ */
+const HELD_INDEXES = `
+  select count(*) as held from fills h
+  where h.order_id = s.order_id and h.sequence = s.sequence and ${HOLDS_HASHLOCK_INDEX}`
 
 /** A v2 candidate row: v1's fields plus the order's owner and the set's hashlock state. */
 export interface QuoteCandidateV2Row extends QuoteCandidateRow {
@@ -73,7 +78,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
              s.quote_identity_id::text as identity_id, s.identity_generation::text as identity_generation,
              (q.ordinality - 1)::int as quote_index, q.quote, s.quote_size::text as quote_size, s.valid_until,
              s.signature, s.issued_at::text as issued_at, s.hashlock_root, s.hashlock_count,
-             coalesce(n.held, 0)::int as hashlocks_held,
+             n.held::int as hashlocks_held,
              greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
              greatest(s.quote_size - coalesce(u.amount, 0), 0)::text as set_remaining
       from quote_sets s
@@ -83,14 +88,14 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
       cross join lateral jsonb_array_elements(s.quotes) with ordinality as q(quote, ordinality)
       left join order_reserved r on r.order_id = o.id
       left join set_reserved u on u.order_id = s.order_id and u.sequence = s.sequence
-      left join used_index n on n.order_id = s.order_id and n.sequence = s.sequence
+      cross join lateral (${sql.unsafe(HELD_INDEXES)}) n
       where s.active
         and o.state = 'funded'
         and o.escrow_version = 2
         and o.venue = ${q.to}
         and not e.close_requested
         and s.hashlock_count is not null and s.hashlock_root is not null and s.issued_at is not null
-        and coalesce(n.held, 0) < s.hashlock_count
+        and n.held < s.hashlock_count
         and s.quote_identity_id = o.quote_identity_id
         and i.revoked_at is null
         and i.fade_flagged_at is null
