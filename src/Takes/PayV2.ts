@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { appendJournal } from "../Sql/Journal.ts"
+import { appendJournal, journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 
 /**
  * The pay key's signatures on a settlement-v2 take (DESIGN §10.2): the payment authorisation (PayTake over the
@@ -94,14 +94,20 @@ const authorizeLocked = (
       if (refused !== undefined) return refused
       const notFinal = locksNotFinal(locks!)
       if (notFinal !== undefined) return notFinal
-      yield* sql`
-          update takes set pay_authorization = ${p.signature}, pay_authorized_at = now(), updated_at = now()
-          where id = ${p.takeId}::uuid`
-      yield* appendJournal({
+      // The authorisation and its journal row (with the publisher's ping): one statement.
+      const entry = {
         kind: "take.pay_authorized",
         master: p.master,
         payload: { take_id: p.takeId, pay_key: row.pay_key },
-      })
+      }
+      yield* sql`
+          with updated as (
+            update takes set pay_authorization = ${p.signature}, pay_authorized_at = now(), updated_at = now()
+            where id = ${p.takeId}::uuid
+            returning id
+          ), appended as (${journalRowsInsert(sql, [entry], sql`exists (select 1 from updated)`)})
+          ${journalNotify(sql, [])}
+          where exists (select 1 from appended)`
       return { _tag: "Authorized" } as PayAuthorizeOutcome
     }),
   )
