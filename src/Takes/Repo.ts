@@ -123,27 +123,33 @@ const TRANSACTION_KEYS = `
   ('lock', f.lock_key), ('pay', f.pay_key), ('claim', f.claim_key), ('claimPayment', f.claim_payment_key),
   ('cancelLock', f.cancel_key), ('refund', f.refund_key), ('refundPayment', f.refund_payment_key)`
 
-/** The fields of a fill the take's view shows (View.ts), as `takeDetail` reads them. */
-export type FillViewRow = Pick<
-  FillRow,
-  | "id"
-  | "order_id"
-  | "sequence"
-  | "quote_index"
-  | "amount_in"
-  | "amount_out"
-  | "payee"
-  | "hashlock"
-  | "maker_expiry"
-  | "taker_expiry"
-  | "state"
-  | "final"
-  | "fill"
-  | "error"
-  | "fill_digest"
-  | "hashlock_index"
-  | "lock_state"
->
+/**
+ * The fields of a fill the take's view shows (View.ts): the only ones `takeDetail` reads into its JSON, so no
+ * signature of a fill is loaded for a view.
+ */
+const FILL_VIEW_FIELDS = [
+  "id",
+  "order_id",
+  "sequence",
+  "quote_index",
+  "amount_in",
+  "amount_out",
+  "payee",
+  "hashlock",
+  "maker_expiry",
+  "taker_expiry",
+  "state",
+  "final",
+  "fill",
+  "error",
+  "fill_digest",
+  "hashlock_index",
+  "lock_state",
+] as const satisfies ReadonlyArray<keyof FillRow>
+
+export type FillViewRow = Pick<FillRow, (typeof FILL_VIEW_FIELDS)[number]>
+
+const FILL_VIEW_JSON = FILL_VIEW_FIELDS.map((f) => `'${f}', v.${f}`).join(", ")
 
 /** A take with its fills (to_sign order) and their relayed transactions (submission order): what its view shows. */
 export interface TakeDetail {
@@ -165,7 +171,7 @@ const takeDetail = (sql: SqlClient.SqlClient, where: Statement.Fragment) =>
   sql<TakeRow & { fills_json: ReadonlyArray<FillViewRow>; transactions_json: ReadonlyArray<TransactionJson> }>`
     select ${sql.unsafe(takeColumns)},
       coalesce((
-        select json_agg(v order by v.ord, v.fill_key) from (
+        select json_agg(json_build_object(${sql.unsafe(FILL_VIEW_JSON)}) order by v.ord, v.fill_key) from (
           select ${sql.unsafe(fillColumns)}, (
             select e.ord from jsonb_array_elements(t.to_sign) with ordinality as e(item, ord)
             where e.item ->> 'fill_id' = f.id::text) as ord
