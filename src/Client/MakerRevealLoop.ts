@@ -17,11 +17,11 @@
  *
  * The payments under watch are independent: a pass checks and sends reveals for up to `revealConcurrency` of them
  * at once (each still only once its payment and lock are final). A slot is free again once its claimPayment is sent:
- * the pass then waits for all its sent reveals' inclusions together, so a pass of many payments reveals them all in
- * the next block or so, not `revealConcurrency` a block. A pass ends when all of them are done (included, or failed),
- * so what it returns and what it records as sent are as before; a failure of one does not stop the others, and the
- * pass then fails (the first error) once they have all settled, so nothing of a failed pass is still running when
- * the next one starts.
+ * the pass then waits for all its sent reveals' inclusions together, so no reveal waits for another's receipt before
+ * it is sent (a slot held until inclusion revealed `revealConcurrency` a block). A pass ends when all of them are
+ * done (included, or failed), so what it returns and what it records as sent are as before; a failure of one does
+ * not stop the others, and the pass then fails (the first error) once they have all settled, so nothing of a failed
+ * pass is still running when the next one starts.
  *
  * Browser-safe: viem only (the claim broadcaster is given by the caller).
  */
