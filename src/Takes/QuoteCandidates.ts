@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import type { TakeCandidate } from "../Domain/TakeRouter.ts"
 
 /**
- * Reservations by takes (src/Takes/Create.ts), two relations keyed by (order_id, sequence):
+ * Reservations by takes (src/Takes/Create.ts), two sums:
  *
  * - `reserved_unindexed (order_id, sequence, amount)`: Σ amountOut of open fills (not final) whose lock the escrow
  *   index does not hold yet. `escrow_orders.available` (final head) already excludes indexed locks, so only these
@@ -11,10 +11,9 @@ import type { TakeCandidate } from "../Domain/TakeRouter.ts"
  *   take's `pay_deadline` is in the future (database time): the release is immediate, whether or not a sweep has
  *   marked it expired yet. The lock row and `escrow_orders` are written by the watcher in one transaction, so a
  *   fill moves from this sum into `available` atomically.
- * - `set_used (order_id, sequence, amount)`: Σ amountOut counted against the set's quote_size, mirroring the
+ * - a set's used (SET_USED, per candidate set): Σ amountOut counted against the set's quote_size, mirroring the
  *   escrow's `filledOut[order][sequence]`: an indexed lock counts while it is `locked` or `claimed` (refund and
- *   cancelLock give it back); a fill without an indexed lock counts while it is a live reservation as above. Only
- *   active sets are looked at (a superseded set quotes nothing), which keeps the sum small.
+ *   cancelLock give it back); a fill without an indexed lock counts while it is a live reservation as above.
  */
 export const RESERVATIONS_CTE = `
   reserved_unindexed (order_id, sequence, amount) as (
@@ -23,17 +22,20 @@ export const RESERVATIONS_CTE = `
     where not f.final
       and (f.state <> 'reserved' or t.pay_deadline > now())
       and not exists (select 1 from escrow_locks l where l.venue = f.maker_venue and l.fill_id = f.fill_key)
-  ),
-  set_used (order_id, sequence, amount) as (
-    select f.order_id, f.sequence, f.amount_out
-    from quote_sets a
-    join fills f on f.order_id = a.order_id and f.sequence = a.sequence and (not f.final or f.state = 'settled')
-    join takes t on t.id = f.take_id
-    left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
-    where a.active
-      and case when l.fill_id is not null then l.state in ('locked', 'claimed')
-               else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
   )`
+
+/**
+ * What the candidate set `s` has used, summed per set through fills_set's (order_id, sequence) prefix (as v2's
+ * SET_USED, src/Takes/QuoteCandidatesV2.ts: grouped over every active set's fills, the planner could scan them all).
+ */
+const SET_USED = `
+  select coalesce(sum(f.amount_out), 0) as amount
+  from fills f
+  join takes t on t.id = f.take_id
+  left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
+  where f.order_id = s.order_id and f.sequence = s.sequence and (not f.final or f.state = 'settled')
+    and case when l.fill_id is not null then l.state in ('locked', 'claimed')
+             else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end`
 
 /** One quote of an admissible set, as stored (the quote object is what the maker signed, as published). */
 export interface QuoteCandidateRow {
@@ -56,7 +58,7 @@ export interface QuoteCandidateRow {
   readonly signature: string
   /** The order's escrow available (final head) minus reserved_unindexed, never below 0. */
   readonly quotable: string
-  /** quote_size minus set_used, never below 0. */
+  /** quote_size minus the set's used (SET_USED), never below 0. */
   readonly set_remaining: string
 }
 
@@ -80,22 +82,19 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQuery, lock: boolean) 
       with ${sql.unsafe(RESERVATIONS_CTE)},
       order_reserved as (
         select order_id, sum(amount) as amount from reserved_unindexed group by order_id
-      ),
-      set_reserved as (
-        select order_id, sequence, sum(amount) as amount from set_used group by order_id, sequence
       )
       select o.id as order_id, s.sequence::text as sequence, s.quote_identity_id::text as identity_id,
              s.identity_generation::text as identity_generation, (q.ordinality - 1)::int as quote_index,
              q.quote, s.quote_size::text as quote_size, s.valid_until, s.signature,
              greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
-             greatest(s.quote_size - coalesce(u.amount, 0), 0)::text as set_remaining
+             greatest(s.quote_size - u.amount, 0)::text as set_remaining
       from quote_sets s
       join orders o on o.id = s.order_id
       join quote_identities i on i.id = s.quote_identity_id
       join escrow_orders e on e.venue = o.venue and e.order_id = o.id
+      cross join lateral (${sql.unsafe(SET_USED)}) u
       cross join lateral jsonb_array_elements(s.quotes) with ordinality as q(quote, ordinality)
       left join order_reserved r on r.order_id = o.id
-      left join set_reserved u on u.order_id = s.order_id and u.sequence = s.sequence
       where s.active
         and o.state = 'funded'
         and o.venue = ${q.to}

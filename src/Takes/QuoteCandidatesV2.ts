@@ -32,17 +32,22 @@ const RESERVATIONS_V2_CTE = `
     where f.fill_digest is not null and not f.final
       and (f.state <> 'reserved' or t.pay_deadline > now())
       and not exists (select 1 from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest)
-  ),
-  set_used (order_id, sequence, amount) as (
-    select f.order_id, f.sequence, f.amount_out
-    from quote_sets a
-    join fills f on f.order_id = a.order_id and f.sequence = a.sequence and (not f.final or f.state = 'settled')
-    join takes t on t.id = f.take_id
-    left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
-    where a.active and f.fill_digest is not null
-      and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
-               else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end
   )`
+
+/**
+ * What the candidate set `s` has used (the escrow's `filledOut` and live reservations), summed per set through
+ * fills_set's (order_id, sequence) prefix. Summed over every active set's fills and joined after, the planner could
+ * scan the whole fills table for it (it did at 50,000 settled fills: test/bench/candidates.ts).
+ */
+const SET_USED = `
+  select coalesce(sum(f.amount_out), 0) as amount
+  from fills f
+  join takes t on t.id = f.take_id
+  left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
+  where f.order_id = s.order_id and f.sequence = s.sequence and (not f.final or f.state = 'settled')
+    and f.fill_digest is not null
+    and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
+             else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end`
 
 /**
  * How many hashlock indexes fills hold in the candidate set `s`, counted per set through fills_hashlock_index's
@@ -72,23 +77,22 @@ export interface CandidateQueryV2 extends CandidateQuery {
 const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean) =>
   sql<QuoteCandidateV2Row>`
       with ${sql.unsafe(RESERVATIONS_V2_CTE)},
-      order_reserved as (select order_id, sum(amount) as amount from reserved_unindexed group by order_id),
-      set_reserved as (select order_id, sequence, sum(amount) as amount from set_used group by order_id, sequence)
+      order_reserved as (select order_id, sum(amount) as amount from reserved_unindexed group by order_id)
       select o.id as order_id, o.owner_address as owner, s.sequence::text as sequence,
              s.quote_identity_id::text as identity_id, s.identity_generation::text as identity_generation,
              (q.ordinality - 1)::int as quote_index, q.quote, s.quote_size::text as quote_size, s.valid_until,
              s.signature, s.issued_at::text as issued_at, s.hashlock_root, s.hashlock_count,
              n.held::int as hashlocks_held,
              greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
-             greatest(s.quote_size - coalesce(u.amount, 0), 0)::text as set_remaining
+             greatest(s.quote_size - u.amount, 0)::text as set_remaining
       from quote_sets s
       join orders o on o.id = s.order_id
       join quote_identities i on i.id = s.quote_identity_id
       join escrow_v2_orders e on e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id
+      cross join lateral (${sql.unsafe(SET_USED)}) u
+      cross join lateral (${sql.unsafe(HELD_INDEXES)}) n
       cross join lateral jsonb_array_elements(s.quotes) with ordinality as q(quote, ordinality)
       left join order_reserved r on r.order_id = o.id
-      left join set_reserved u on u.order_id = s.order_id and u.sequence = s.sequence
-      cross join lateral (${sql.unsafe(HELD_INDEXES)}) n
       where s.active
         and o.state = 'funded'
         and o.escrow_version = 2

@@ -538,6 +538,60 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
     }),
   )
 
+  it.effect(
+    "a set's remaining counts its live reservations and locked or claimed fills, not refunds or other sets",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sql = yield* SqlClient.SqlClient
+        const M = yield* v2Maker({ amount: 10_000_000n, count: 8 })
+        yield* catchUp("hyperliquid")
+        yield* only([M.orderId])
+        const t = yield* taker
+        // What a take may route now: the least of the order's quotable and the set's remaining (quotes are 1:1).
+        const routable = Effect.map(
+          post(`${base}/v1/takes/preview`, { from: "aster", to: "hyperliquid", amount_in: "10000000" }),
+          (res) => (res.json as { total_in: string }).total_in,
+        )
+        expect(yield* routable).toBe("10000000")
+        const take = ok(yield* post(`${base}/v1/takes`, takeBody(t, { max_parts: 1 }), bearer(t.token))).take
+        // A live reservation: out of the order and of the set.
+        expect(yield* routable).toBe("7000000")
+
+        // Its lock indexed (as the watcher writes it): the order's available is the chain's (here unchanged, so the
+        // order quotes 10M again), and the set still counts the locked fill: what it caps is the set's remaining.
+        const lock = (state: string) => sql`
+        insert into escrow_v2_locks (venue, fill_digest, state, order_key, owner, order_id, sequence, payer, recipient,
+          amount_in, amount_out, dex, to_margin, hashlock, hashlock_index, expiry, taker_expiry, pay_key, pay_by,
+          created_block, tx_hash, block_number, block_hash)
+        select f.maker_venue, f.fill_digest, ${state}, ${keccak256(M.orderId)}, f.fill->>'owner', f.order_id,
+          f.sequence, f.payer, f.recipient, f.amount_in, f.amount_out, 0, true, f.hashlock, f.hashlock_index,
+          f.maker_expiry, f.taker_expiry, t.pay_key_address, f.pay_by, 1, ${zeroHash}, 1, ${zeroHash}
+        from fills f join takes t on t.id = f.take_id where f.take_id = ${take.id}::uuid
+        on conflict (venue, fill_digest) do update set state = excluded.state`
+        const fill = (state: string, sequence = 1) => sql`
+        update fills set state = ${state}, final = ${state !== "locked"}, sequence = ${sequence}
+        where take_id = ${take.id}::uuid`
+        yield* lock("locked")
+        yield* fill("locked")
+        expect(yield* routable).toBe("7000000")
+        // Refunded in the index while the fill is not final yet: the set has it back at once; and once final.
+        yield* lock("refunded")
+        expect(yield* routable).toBe("10000000")
+        yield* fill("refunded")
+        expect(yield* routable).toBe("10000000")
+        // Claimed and the fill settled (final; hand-written after the refund): the escrow's filledOut keeps it.
+        yield* lock("claimed")
+        yield* fill("settled")
+        expect(yield* routable).toBe("7000000")
+        // A settled fill of another set (sequence 0) is not this set's.
+        yield* fill("settled", 0)
+        expect(yield* routable).toBe("10000000")
+        // Hand-written: gone before a watcher's integrity check reads it.
+        yield* sql`delete from escrow_v2_locks where order_id = ${M.orderId}`
+      }),
+  )
+
   it.effect("pay_authorization once every lock is final (else 409), by the pay key only (else 422); cancels", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl

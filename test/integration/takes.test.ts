@@ -687,6 +687,59 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
       }),
   )
 
+  it.effect(
+    "a set's remaining counts its live reservations and locked or claimed fills, not refunds or other sets",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sql = yield* SqlClient.SqlClient
+        const A = yield* maker({
+          available: 10_000_000n,
+          quoteSize: 5_000_000n,
+          supply: 1_000_000n,
+          receive: 1_000_000n,
+        })
+        yield* only([A.orderId])
+        const t = yield* taker
+        const body = takeBody(t.account.address, { amount_in: "1000000", min_out: "1000000", max_parts: 1 })
+        const res = yield* post(`${base}/v1/takes`, body, bearer(t.token))
+        expect(res.status, res.text).toBe(200)
+        const take = (res.json as TakeResponse).take
+        // A live reservation: out of the order (quotable) and of the set (remaining).
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["9000000", "4000000"])
+
+        // Its lock indexed (as the watcher writes it): the order's available is the chain's (here the hand-written
+        // 10M), and the set counts the locked fill.
+        const lock = (state: string) => sql`
+        insert into escrow_locks (venue, fill_id, order_id, payer, recipient, amount_out, hashlock, expiry, state,
+          created_block, block_number, block_hash)
+        select f.maker_venue, f.fill_key, f.order_id, f.payer, f.recipient, f.amount_out, f.hashlock, f.maker_expiry,
+          ${state}, 1, 1, ${`0x${"00".repeat(32)}`}
+        from fills f where f.take_id = ${take.id}::uuid
+        on conflict (venue, fill_id) do update set state = excluded.state`
+        const fill = (state: string, sequence = 1) => sql`
+        update fills set state = ${state}, final = ${state !== "locked"}, sequence = ${sequence}
+        where take_id = ${take.id}::uuid`
+        yield* lock("locked")
+        yield* fill("locked")
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["10000000", "4000000"])
+        // Refunded in the index while the fill is not final yet: the set has it back at once; and once final.
+        yield* lock("refunded")
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["10000000", "5000000"])
+        yield* fill("refunded")
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["10000000", "5000000"])
+        // Claimed and the fill settled (final; hand-written after the refund): the escrow's filledOut keeps it.
+        yield* lock("claimed")
+        yield* fill("settled")
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["10000000", "4000000"])
+        // A settled fill of another set (sequence 0) is not this set's.
+        yield* fill("settled", 0)
+        expect((yield* candidatesNow)[A.orderId]).toEqual(["10000000", "5000000"])
+        // Hand-written: gone before a watcher's integrity check reads it.
+        yield* sql`delete from escrow_locks where order_id = ${A.orderId}`
+      }),
+  )
+
   it.effect("ten concurrent takes on one order never over-allocate it", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
