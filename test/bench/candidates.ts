@@ -12,8 +12,7 @@
  * The baseline is the same read on the empty history, measured first in the same run; the ratio is baseline p50 /
  * p50 at the largest size (1 = flat; the row's target, ">= 0.5", is at most twice the empty history's time).
  *
- * Rows the read does not look at are filled by placeholders of their column types (`placeholderRow`), so a new
- * NOT NULL column does not break the bench.
+ * Columns the read does not look at are filled by placeholders of their types (History.ts `placeholderRow`).
  *
  *   BENCH_STATEMENT_STATS=true npx tsx test/bench/candidates.ts
  */
@@ -22,6 +21,7 @@ import { Effect } from "effect"
 import { loadQuoteCandidatesV2 } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, printSweep } from "./Cost.ts"
+import { insertRow, insertSeries } from "./History.ts"
 import { summarize } from "./Summary.ts"
 
 const SIZES = (process.env.BENCH_CANDIDATES_SIZES ?? "0,50000,200000")
@@ -40,36 +40,6 @@ const OWNER = `0x${"cd".repeat(20)}`
 const ESCROW = `0x${"ef".repeat(20)}`
 const FROM = { id: "aster", chainId: 42161, token: ESCROW }
 const MAKER_VENUE = "hyperliquid"
-
-/** A SQL literal of `type` that the candidates read never looks at. */
-const placeholder = (type: string, i: number): string => {
-  if (type === "uuid") return "gen_random_uuid()"
-  if (type === "boolean") return "false"
-  if (/int|numeric/.test(type)) return "0"
-  if (type.startsWith("timestamp")) return "now()"
-  if (type.startsWith("json")) return "'{}'"
-  if (type === "bytea") return "'\\x00'"
-  return `'placeholder-${i}'`
-}
-
-/** A row of `table`: `given` (SQL expressions by column) and placeholders for its other required columns. */
-const placeholderRow = (table: string, given: Record<string, string>) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const required = yield* sql<{ column_name: string; data_type: string }>`
-      select column_name, data_type from information_schema.columns
-      where table_schema = current_schema() and table_name = ${table} and is_nullable = 'NO' and column_default is null
-      order by ordinal_position`
-    const row = Object.fromEntries(required.map((c, i) => [c.column_name, placeholder(c.data_type, i)]))
-    return { ...row, ...given }
-  })
-
-const insertRow = (table: string, given: Record<string, string>) =>
-  Effect.flatMap(placeholderRow(table, given), (row) =>
-    Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql.unsafe(`insert into ${table} (${Object.keys(row).join(", ")}) values (${Object.values(row).join(", ")})`),
-    ),
-  )
 
 /** The order, its identity, its escrow row and its live set; returns a take the history's fills belong to. */
 const seed = Effect.gen(function* () {
@@ -124,8 +94,7 @@ const seed = Effect.gen(function* () {
 const addHistory = (seeded: { identity: string; take: string }, from: number, to: number) =>
   Effect.gen(function* () {
     if (to <= from) return
-    const sql = yield* SqlClient.SqlClient
-    const row = yield* placeholderRow("fills", {
+    yield* insertSeries("fills", from, to, {
       id: "gen_random_uuid()",
       take_id: `'${seeded.take}'`,
       order_id: `'${ORDER}'`,
@@ -137,11 +106,7 @@ const addHistory = (seeded: { identity: string; take: string }, from: number, to
       fill_digest: "'d' || g",
       quote_identity_id: `'${seeded.identity}'`,
     })
-    yield* sql.unsafe(
-      `insert into fills (${Object.keys(row).join(", ")})
-       select ${Object.values(row).join(", ")} from generate_series(${from}, ${to - 1}) g`,
-    )
-    yield* sql.unsafe("analyze fills")
+    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe("analyze fills"))
   })
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>

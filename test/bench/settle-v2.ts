@@ -41,6 +41,7 @@ import { databaseLayer } from "../../src/Sql/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { killNow, type MakerProcess, mineForever, startV2Service, v2Stack } from "../support/SettleV2Stack.ts"
 import { costMeter, type PerUnit, printSweep } from "./Cost.ts"
+import { seedSettledHistory } from "./History.ts"
 import { type RawTake, rawOrder, rawSign, runRaw } from "./SettleV2Raw.ts"
 import { prepareTakers, serviceTake, startMaker } from "./SettleV2Service.ts"
 import { chainWatcher, eventBlocks, pct } from "./SettleV2Watch.ts"
@@ -67,6 +68,12 @@ const WARMUP = (process.env.BENCH_SETTLE_WARMUP ?? "8,8")
  * user meets it between sporadic transfers (the pool's connections, their plans, idle since the last round).
  */
 const PAUSE_MS = Number(process.env.BENCH_SETTLE_PAUSE_MS ?? 0)
+/**
+ * Settled transfers of the past in the service's database before the first round (BENCH_SETTLE_HISTORY, default 0):
+ * takes, fills, the v2 index's locks and payments, relayer requests and journal rows as a long-running service has
+ * them (test/bench/History.ts), so a statement whose cost grows with the tables shows against a run without.
+ */
+const HISTORY = Number(process.env.BENCH_SETTLE_HISTORY ?? 0)
 const CONCURRENCY = process.env.BENCH_CONCURRENCY === undefined ? Infinity : Number(process.env.BENCH_CONCURRENCY)
 const INTERVAL = (process.env.BENCH_MINING ?? "interval") !== "auto"
 const PER_FILL = 1_000_000n
@@ -117,10 +124,15 @@ const program = Effect.gen(function* () {
   console.log(
     `settle bench (v2): sizes ${SIZES.join(", ")} after warm-up rounds of ${WARMUP.join(", ") || "none"} (takes of 1 fill, all at once${
       Number.isFinite(CONCURRENCY) ? `, at most ${CONCURRENCY}` : ""
-    }); ${mining}; finality 2 blocks; load ${load()}`,
+    }); ${mining}; finality 2 blocks${HISTORY > 0 ? `; ${HISTORY} settled transfers of history` : ""}; load ${load()}`,
   )
   procs.service = yield* startV2Service(s)
   const db = databaseLayer(url)
+  if (HISTORY > 0) {
+    const t = performance.now()
+    yield* seedSettledHistory(HISTORY, { maker: "hyperliquid", taker: "aster" }).pipe(Effect.provide(db))
+    console.log(`history: ${HISTORY} settled transfers in ${sec(performance.now() - t)} s, load ${load()}`)
+  }
   const w = chainWatcher(s)
   const points: Array<Point> = []
 
