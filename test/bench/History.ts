@@ -103,7 +103,11 @@ export const seedSettledHistory = (n: number, venues: { readonly maker: string; 
       state: "'claimed'",
       order_id: order,
     })
-    yield* insertSeries("escrow_v2_payments", 0, n, { venue: `'${venues.taker}'`, fill_digest: digest, state: "'claimed'" })
+    yield* insertSeries("escrow_v2_payments", 0, n, {
+      venue: `'${venues.taker}'`,
+      fill_digest: digest,
+      state: "'claimed'",
+    })
     yield* insertSeries("relayer_requests", 0, 3 * n, {
       idempotency_key: "'history-' || g",
       venue: `case g % 3 when 1 then '${venues.taker}' else '${venues.maker}' end`,
