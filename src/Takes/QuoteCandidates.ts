@@ -25,17 +25,21 @@ export const RESERVATIONS_CTE = `
   )`
 
 /**
- * What the candidate set `s` has used, summed per set through fills_set's (order_id, sequence) prefix (as v2's
- * SET_USED, src/Takes/QuoteCandidatesV2.ts: grouped over every active set's fills, the planner could scan them all).
+ * What the candidate set `s` has used (a set's used, above), summed per set through fills_set's (order_id, sequence)
+ * prefix: grouped over every active set's fills and joined after, the planner could scan them all (it did at 50,000
+ * settled fills: test/bench/candidates.ts). `locks`: the escrow index's lock table and the join of a fill to its
+ * lock (v1: escrow_locks by fill key; v2: escrow_v2_locks by fill digest, src/Takes/QuoteCandidatesV2.ts).
  */
-const SET_USED = `
+export const setUsedOf = (locks: { readonly table: string; readonly on: string; readonly present: string }) => `
   select coalesce(sum(f.amount_out), 0) as amount
   from fills f
   join takes t on t.id = f.take_id
-  left join escrow_locks l on l.venue = f.maker_venue and l.fill_id = f.fill_key
+  left join ${locks.table} l on l.venue = f.maker_venue and ${locks.on}
   where f.order_id = s.order_id and f.sequence = s.sequence and (not f.final or f.state = 'settled')
-    and case when l.fill_id is not null then l.state in ('locked', 'claimed')
+    and case when ${locks.present} then l.state in ('locked', 'claimed')
              else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end`
+
+const SET_USED = setUsedOf({ table: "escrow_locks", on: "l.fill_id = f.fill_key", present: "l.fill_id is not null" })
 
 /** One quote of an admissible set, as stored (the quote object is what the maker signed, as published). */
 export interface QuoteCandidateRow {

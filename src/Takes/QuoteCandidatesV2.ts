@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { TakeCandidate } from "../Domain/TakeRouter.ts"
-import type { CandidateQuery, QuoteCandidateRow } from "./QuoteCandidates.ts"
+import { type CandidateQuery, type QuoteCandidateRow, setUsedOf } from "./QuoteCandidates.ts"
 
 /**
  * Settlement v2 candidates (src/Takes/QuoteCandidates.ts is v1's): quotes of live v2 sets of funded v2 orders
@@ -34,20 +34,13 @@ const RESERVATIONS_V2_CTE = `
       and not exists (select 1 from escrow_v2_locks l where l.venue = f.maker_venue and l.fill_digest = f.fill_digest)
   )`
 
-/**
- * What the candidate set `s` has used (the escrow's `filledOut` and live reservations), summed per set through
- * fills_set's (order_id, sequence) prefix. Summed over every active set's fills and joined after, the planner could
- * scan the whole fills table for it (it did at 50,000 settled fills: test/bench/candidates.ts).
- */
-const SET_USED = `
-  select coalesce(sum(f.amount_out), 0) as amount
-  from fills f
-  join takes t on t.id = f.take_id
-  left join escrow_v2_locks l on l.venue = f.maker_venue and l.fill_digest = f.fill_digest
-  where f.order_id = s.order_id and f.sequence = s.sequence and (not f.final or f.state = 'settled')
-    and f.fill_digest is not null
-    and case when l.fill_digest is not null then l.state in ('locked', 'claimed')
-             else not f.final and (f.state <> 'reserved' or t.pay_deadline > now()) end`
+/** A v2 set's used (QuoteCandidates.ts setUsedOf): its fills have digests, and the v2 index keys locks by them. */
+const SET_USED = `${setUsedOf({
+  table: "escrow_v2_locks",
+  on: "l.fill_digest = f.fill_digest",
+  present: "l.fill_digest is not null",
+})}
+    and f.fill_digest is not null`
 
 /**
  * How many hashlock indexes fills hold in the candidate set `s`, counted per set through fills_hashlock_index's

@@ -190,6 +190,13 @@ export const costMeter = Effect.gen(function* () {
 export const showPerUnit = (p: PerUnit) =>
   `${p.cpuMs.toFixed(2)} ms CPU, ${p.statements === null ? "n/a" : p.statements.toFixed(1)} statements`
 
+/** A sweep's sizes from the environment variable `name` (comma-separated), else `fallback`; smallest first. */
+export const sweepSizes = (name: string, fallback: string): ReadonlyArray<number> =>
+  (process.env[name] ?? fallback)
+    .split(",")
+    .map((x) => Number(x.trim()))
+    .sort((a, b) => a - b)
+
 /**
  * One size sweep as one table (issue 21 item 2): a row per size with its figures and per-unit cost, so a growth
  * worse than linear shows as a rising per-unit column. Printed, and kept in the run's JSON by run.ts (SWEEP lines).

@@ -20,14 +20,11 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { loadQuoteCandidatesV2 } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { costMeter, printSweep } from "./Cost.ts"
+import { costMeter, printSweep, sweepSizes } from "./Cost.ts"
 import { insertRow, insertSeries } from "./History.ts"
 import { summarize } from "./Summary.ts"
 
-const SIZES = (process.env.BENCH_CANDIDATES_SIZES ?? "0,50000,200000")
-  .split(",")
-  .map(Number)
-  .sort((a, b) => a - b)
+const SIZES = sweepSizes("BENCH_CANDIDATES_SIZES", "0,50000,200000")
 const READS = Number(process.env.BENCH_CANDIDATES_READS ?? 40)
 const WARMUP_READS = 10
 /** Hashlocks of a set: history fill g belongs to set g / HASHLOCKS at index g % HASHLOCKS. */

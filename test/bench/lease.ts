@@ -39,15 +39,12 @@ import { signIn } from "../support/SignIn.ts"
 import { startSiweAnvil } from "../support/SiweAnvil.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpOnClusterLive } from "../support/TestServer.ts"
-import { costMeter, type PerUnit, printSweep } from "./Cost.ts"
+import { costMeter, type PerUnit, printSweep, sweepSizes } from "./Cost.ts"
 import { bareLeaseServer, leaseClient } from "./LeaseBare.ts"
 import { type LeaseIdentity, seedIdentities } from "./LeaseSeed.ts"
 import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
-const SIZES = (process.env.BENCH_LEASE_SIZES ?? "32,1000,10000")
-  .split(",")
-  .map(Number)
-  .sort((a, b) => a - b)
+const SIZES = sweepSizes("BENCH_LEASE_SIZES", "32,1000,10000")
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONCURRENCY = 32
 /** Registered through the routes (prepare, sign, create, issue): the path the seeded rows stand in for. */
