@@ -10,6 +10,10 @@ import { Effect } from "effect"
 /** Advisory lock key of the journal's publisher (src/Sql/Journal.ts): cursors are assigned under it. */
 const JOURNAL_PUBLISHER_LOCK = 7_210_001
 
+/** The master whose closed order made every fill of seedSettledHistory (the maker of all of them). */
+export const HISTORY_MAKER = `0x${"0e".repeat(20)}`
+const HISTORY_MAKER_SQL = `'${HISTORY_MAKER}'`
+
 /** A SQL literal of `type` that no bench reads. */
 const placeholder = (type: string, i: number): string => {
   if (type === "uuid") return "gen_random_uuid()"
@@ -54,28 +58,34 @@ export const insertSeries = (table: string, from: number, to: number, given: Rec
   })
 
 /**
- * `n` settled v2 transfers of the past between `maker` and `taker` venues, each as the service leaves one behind:
+ * Settled v2 transfers `from` … `n` − 1 of the past between `maker` and `taker` venues, each as the service leaves one behind:
  * its take and fill (settled, final; fills of one closed order's sets, 64 to a set), the v2 index's claimed lock and
  * payment, the relayer's three requests (lock, payTake, claim; final) and the take's five journal rows (published,
  * their cursors assigned under the publisher's lock). Then ANALYZE, as autovacuum would.
  */
-export const seedSettledHistory = (n: number, venues: { readonly maker: string; readonly taker: string }) =>
+export const seedSettledHistory = (
+  n: number,
+  venues: { readonly maker: string; readonly taker: string },
+  /** Transfers already written by an earlier call (the next ones follow them). */
+  from = 0,
+) =>
   Effect.gen(function* () {
-    if (n <= 0) return
+    if (n <= from) return
     const sql = yield* SqlClient.SqlClient
     const order = `'0x${"0e".repeat(32)}'`
-    const master = `'0x${"0e".repeat(20)}'`
-    yield* insertRow("accounts", { master, access: "'granted'" })
-    yield* insertRow("orders", {
-      id: order,
-      master,
-      owner_address: master,
-      venue: `'${venues.maker}'`,
-      state: "'closed'",
-      escrow_version: "2",
-    })
+    if (from === 0) {
+      yield* insertRow("accounts", { master: HISTORY_MAKER_SQL, access: "'granted'" })
+      yield* insertRow("orders", {
+        id: order,
+        master: HISTORY_MAKER_SQL,
+        owner_address: HISTORY_MAKER_SQL,
+        venue: `'${venues.maker}'`,
+        state: "'closed'",
+        escrow_version: "2",
+      })
+    }
     const digest = "'0x' || lpad(to_hex(g), 64, '0')"
-    yield* insertSeries("takes", 0, n, {
+    yield* insertSeries("takes", from, n, {
       id: "('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid",
       client_take_id: "'history-' || g",
       from_venue: `'${venues.taker}'`,
@@ -85,30 +95,31 @@ export const seedSettledHistory = (n: number, venues: { readonly maker: string; 
       pay_deadline: "now() - interval '1 day'",
       to_sign: "'[]'",
     })
-    yield* insertSeries("fills", 0, n, {
+    yield* insertSeries("fills", from, n, {
       take_id: "('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid",
       order_id: order,
       taker_venue: `'${venues.taker}'`,
       maker_venue: `'${venues.maker}'`,
       state: "'settled'",
       final: "true",
+      settled_at: "now() - interval '1 day' + g * interval '1 millisecond'",
       fill_key: "'history-' || g",
       sequence: "g / 64",
       hashlock_index: "g % 64",
       fill_digest: digest,
     })
-    yield* insertSeries("escrow_v2_locks", 0, n, {
+    yield* insertSeries("escrow_v2_locks", from, n, {
       venue: `'${venues.maker}'`,
       fill_digest: digest,
       state: "'claimed'",
       order_id: order,
     })
-    yield* insertSeries("escrow_v2_payments", 0, n, {
+    yield* insertSeries("escrow_v2_payments", from, n, {
       venue: `'${venues.taker}'`,
       fill_digest: digest,
       state: "'claimed'",
     })
-    yield* insertSeries("relayer_requests", 0, 3 * n, {
+    yield* insertSeries("relayer_requests", 3 * from, 3 * n, {
       idempotency_key: "'history-' || g",
       venue: `case g % 3 when 1 then '${venues.taker}' else '${venues.maker}' end`,
       status: "'final'",
@@ -117,9 +128,9 @@ export const seedSettledHistory = (n: number, venues: { readonly maker: string; 
       Effect.gen(function* () {
         yield* sql`select pg_advisory_xact_lock(${JOURNAL_PUBLISHER_LOCK})`
         const [top] = yield* sql<{ c: string }>`select coalesce(max(cursor), 0)::text as c from journal`
-        yield* insertSeries("journal", 1, 5 * n + 1, {
+        yield* insertSeries("journal", 5 * from, 5 * n, {
           kind: "'take.history'",
-          cursor: `${top!.c} + g`,
+          cursor: `${top!.c} + 1 + g - ${5 * from}`,
           published_at: "now()",
         })
       }),
