@@ -4,7 +4,7 @@
  * `from` is the taker's venue (where amount_in was paid), `to` the maker's (where amount_out was delivered).
  * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { TradePosition } from "../Domain/TradeCursor.ts"
 
@@ -84,17 +84,38 @@ export interface TradeQuery {
 }
 
 /**
+ * A `mine` page's candidates: the newest `n` settled fills after the cursor (`after`, on `f`) where `master` is the
+ * taker, and the newest `n` where it is the maker, each read in order from its own index (fills_settled_taker and
+ * fills_settled_maker, migrations/0036); the page is the newest `n` of both. Walking every settled fill newest first
+ * instead read the whole history for an account with few trades; the account's fills all first, for one with many.
+ */
+const minePage = (sql: SqlClient.SqlClient, master: string, after: Statement.Fragment, n: number) => sql`
+  with mine as (
+    (select f.id from fills f where f.state = 'settled' and f.taker_master = ${master} and f.settled_at is not null
+       and ${after} order by f.settled_at desc, f.id desc limit ${n})
+    union
+    (select f.id from fills f where f.state = 'settled' and f.maker_master = ${master} and f.settled_at is not null
+       and ${after} order by f.settled_at desc, f.id desc limit ${n})
+  )`
+
+/**
  * One page of trades, newest first by (settled_at, id), with what their proofs need: the quote set named by the
  * fill's (order, sequence), and the secret as the escrow index saw it revealed (v1: maker lock, else taker payment;
  * v2: the maker's own claimPayment on the taker chain, else the claim on the maker chain). A v2 fill adds its
  * digest, hashlock index and Merkle proof, the order's owner (signed in the v2 set), the set's v2 fields, and the
  * take's pay authorisation with the digests it covers (the take's fills in `to_sign` order, as
  * Store/SettlementV2.takeFillsV2 relays them). The account filter is applied in the query, before the limit, so
- * `mine` pages are full pages.
+ * `mine` pages are full pages; such a page reads the account's own fills first (minePage).
  */
 export const tradePage = (q: TradeQuery) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<TradeRow>`
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const after =
+      q.after === undefined
+        ? sql`true`
+        : sql`(f.settled_at, f.id) < ('epoch'::timestamptz
+                + ${q.after.settledMicros.toString()}::bigint * interval '1 microsecond', ${q.after.id}::uuid)`
+    return sql<TradeRow>`
+      ${q.master === null ? sql.unsafe("") : minePage(sql, q.master, after, q.limit + 1)}
       select f.id, f.order_id, f.taker_venue as from_venue, f.maker_venue as to_venue,
         f.amount_in::text as amount_in, f.amount_out::text as amount_out, f.settled_at,
         ((extract(epoch from f.settled_at) * 1000000)::numeric(30, 0))::text as settled_us,
@@ -119,7 +140,7 @@ export const tradePage = (q: TradeQuery) =>
           left join lateral (select i.n from jsonb_array_elements(t.to_sign) with ordinality as i(item, n)
             where i.item->>'kind' = 'margin_move' and i.item->>'fill_id' = g.id::text) pos on true
           where g.take_id = t.id) end as take_digests
-      from fills f
+      from ${q.master === null ? sql.unsafe("fills f") : sql.unsafe("mine join fills f on f.id = mine.id")}
       join orders o on o.id = f.order_id
       left join takes t on t.id = f.take_id
       left join quote_sets qs on qs.order_id = f.order_id and qs.sequence = f.sequence
@@ -130,17 +151,12 @@ export const tradePage = (q: TradeQuery) =>
       where f.state = 'settled' and f.settled_at is not null
         and ${pairCondition(sql, q.pair)}
         and ${q.master === null ? sql`true` : sql`(o.master = ${q.master} or t.master = ${q.master})`}
-        and ${
-          q.after === undefined
-            ? sql`true`
-            : sql`(f.settled_at, f.id) < ('epoch'::timestamptz
-                    + ${q.after.settledMicros.toString()}::bigint * interval '1 microsecond', ${q.after.id}::uuid)`
-        }
+        and ${after}
       order by f.settled_at desc, f.id desc
       limit ${q.limit + 1}`.pipe(
       Effect.map((rows) => ({ rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit })),
-    ),
-  )
+    )
+  })
 
 export interface SettlementEventRow {
   readonly fill_key: string

@@ -558,6 +558,12 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         // A live reservation: out of the order and of the set.
         expect(yield* routable).toBe("7000000")
 
+        // Its fill names both masters (migrations/0036: set as the take's statement inserts it; trades' scope=mine).
+        const masters = yield* sql<{ named: boolean }>`
+        select f.taker_master = t.master and f.maker_master = o.master as named
+        from fills f join takes t on t.id = f.take_id join orders o on o.id = f.order_id
+        where f.take_id = ${take.id}::uuid`
+        expect(masters).toEqual([{ named: true }])
         // Its lock indexed (as the watcher writes it): the order's available is the chain's (here unchanged, so the
         // order quotes 10M again), and the set still counts the locked fill: what it caps is the set's remaining.
         const lock = (state: string) => sql`

@@ -708,6 +708,12 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
         // A live reservation: out of the order (quotable) and of the set (remaining).
         expect((yield* candidatesNow)[A.orderId]).toEqual(["9000000", "4000000"])
 
+        // Its fill names both masters (migrations/0036: set as the take's statement inserts it; trades' scope=mine).
+        const masters = yield* sql<{ named: boolean }>`
+        select f.taker_master = t.master and f.maker_master = o.master as named
+        from fills f join takes t on t.id = f.take_id join orders o on o.id = f.order_id
+        where f.take_id = ${take.id}::uuid`
+        expect(masters).toEqual([{ named: true }])
         // Its lock indexed (as the watcher writes it): the order's available is the chain's (here the hand-written
         // 10M), and the set counts the locked fill.
         const lock = (state: string) => sql`
