@@ -84,18 +84,18 @@ export interface TradeQuery {
 }
 
 /**
- * A `mine` page's candidates: the newest `n` settled fills after the cursor (`after`, on `f`) where `master` is the
- * taker, and the newest `n` where it is the maker, each read in order from its own index (fills_settled_taker and
+ * A `mine` page's candidates: the newest `n` settled fills that pass `where` (the page's pair and cursor, on `f`)
+ * where `master` is the taker, and the newest `n` where it is the maker, each read in order from its own index (fills_settled_taker and
  * fills_settled_maker, migrations/0036); the page is the newest `n` of both. Walking every settled fill newest first
  * instead read the whole history for an account with few trades; the account's fills all first, for one with many.
  */
-const minePage = (sql: SqlClient.SqlClient, master: string, after: Statement.Fragment, n: number) => sql`
+const minePage = (sql: SqlClient.SqlClient, master: string, where: Statement.Fragment, n: number) => sql`
   with mine as (
     (select f.id from fills f where f.state = 'settled' and f.taker_master = ${master} and f.settled_at is not null
-       and ${after} order by f.settled_at desc, f.id desc limit ${n})
+       and ${where} order by f.settled_at desc, f.id desc limit ${n})
     union
     (select f.id from fills f where f.state = 'settled' and f.maker_master = ${master} and f.settled_at is not null
-       and ${after} order by f.settled_at desc, f.id desc limit ${n})
+       and ${where} order by f.settled_at desc, f.id desc limit ${n})
   )`
 
 /**
@@ -115,7 +115,7 @@ export const tradePage = (q: TradeQuery) =>
         : sql`(f.settled_at, f.id) < ('epoch'::timestamptz
                 + ${q.after.settledMicros.toString()}::bigint * interval '1 microsecond', ${q.after.id}::uuid)`
     return sql<TradeRow>`
-      ${q.master === null ? sql.unsafe("") : minePage(sql, q.master, after, q.limit + 1)}
+      ${q.master === null ? sql.unsafe("") : minePage(sql, q.master, sql`${pairCondition(sql, q.pair)} and ${after}`, q.limit + 1)}
       select f.id, f.order_id, f.taker_venue as from_venue, f.maker_venue as to_venue,
         f.amount_in::text as amount_in, f.amount_out::text as amount_out, f.settled_at,
         ((extract(epoch from f.settled_at) * 1000000)::numeric(30, 0))::text as settled_us,

@@ -260,6 +260,37 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("trades", (it
     }),
   )
 
+  it.effect("scope=mine with a pair: the account's newer trades of another pair leave its pages full", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const me = fresh()
+      const token = yield* signIn(base, me)
+      const hour = new Date(Date.now() - 3_600_000).toISOString()
+      // Five trades of this pair an hour ago, the account the taker.
+      const older = yield* Effect.promise(() => signTrade({ maker: hl, taker: aster, amountIn: 11n }))
+      const olderId = yield* insertTrade(older, {
+        makerMaster: fresh().address,
+        takerMaster: me.address,
+        settledAt: `'${hour}'::timestamptz`,
+      })
+      yield* cloneTrades(olderId, 4, hour)
+      // Ten newer ones, the account the taker again, of another pair (venues a past deployment listed).
+      const newer = yield* Effect.promise(() => signTrade({ maker: aster, taker: hl, amountIn: 12n }))
+      const newerId = yield* insertTrade(newer, { makerMaster: fresh().address, takerMaster: me.address })
+      yield* cloneTrades(newerId, 9, new Date().toISOString())
+      yield* sql`update fills set maker_venue = 'lighter', taker_venue = 'paradex'
+        where take_id = (select take_id from fills where id = ${newerId})`
+      const pages = yield* walk(base, "scope=mine&a=hyperliquid&b=aster&limit=2", token)
+      const expected = yield* sql<{ id: string }>`
+        select id from fills where take_id = (select take_id from fills where id = ${olderId})`
+      expect(new Set(pages.map((x) => x.id))).toEqual(new Set(expected.map((r) => r.id)))
+      expect(pages.length).toBe(5)
+      // Another deployment's venues are gone before a watcher's integrity check reads them.
+      yield* sql`delete from fills where take_id = (select take_id from fills where id = ${newerId})`
+    }),
+  )
+
   it.effect("auth for scope=mine: 401 without or with a bad bearer, 403 for a credential; all stays public", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
