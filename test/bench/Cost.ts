@@ -190,6 +190,42 @@ export const costMeter = Effect.gen(function* () {
 export const showPerUnit = (p: PerUnit) =>
   `${p.cpuMs.toFixed(2)} ms CPU, ${p.statements === null ? "n/a" : p.statements.toFixed(1)} statements`
 
+const percentileOf = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+
+/**
+ * `read` run `warmup` times unmeasured, then `reads` times one after another: its p50 and p99 (ms) and, per read,
+ * the cost (costMeter) and the sweep's columns for it.
+ */
+export const measureReads = <A, E, R>(
+  cost: Effect.Effect.Success<typeof costMeter>,
+  read: Effect.Effect<A, E, R>,
+  reads: number,
+  warmup = 10,
+) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < warmup; i++) yield* read
+    const before = yield* cost.snapshot
+    const times: Array<number> = []
+    for (let i = 0; i < reads; i++) {
+      const started = performance.now()
+      yield* read
+      times.push(performance.now() - started)
+    }
+    const per = yield* cost.perUnit(before, reads)
+    times.sort((a, b) => a - b)
+    const p50 = percentileOf(times, 50)
+    const p99 = percentileOf(times, 99)
+    const columns = (baseline: number, vs: string) => ({
+      "p50 ms": p50,
+      "p99 ms": p99,
+      [vs]: p50 / baseline,
+      "CPU ms/read": per.cpuMs,
+      "stmts/read": per.statements === null ? "n/a" : per.statements.toFixed(1),
+    })
+    return { p50, p99, per, columns }
+  })
+
 /** A sweep's sizes from the environment variable `name` (comma-separated), else `fallback`; smallest first. */
 export const sweepSizes = (name: string, fallback: string): ReadonlyArray<number> =>
   (process.env[name] ?? fallback)

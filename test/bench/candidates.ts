@@ -20,7 +20,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { loadQuoteCandidatesV2 } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { costMeter, printSweep, sweepSizes } from "./Cost.ts"
+import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertRow, insertSeries } from "./History.ts"
 import { summarize } from "./Summary.ts"
 
@@ -106,9 +106,6 @@ const addHistory = (seeded: { identity: string; take: string }, from: number, to
     yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe("analyze fills"))
   })
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
-
 const program = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const cost = yield* costMeter
@@ -128,27 +125,10 @@ const program = Effect.gen(function* () {
     yield* addHistory(seeded, history, size)
     if (size > history) console.log(`history: ${size} fills (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
     history = Math.max(history, size)
-    for (let i = 0; i < WARMUP_READS; i++) yield* read
-    const before = yield* cost.snapshot
-    const times: Array<number> = []
-    for (let i = 0; i < READS; i++) {
-      const started = performance.now()
-      yield* read
-      times.push(performance.now() - started)
-    }
-    const per = yield* cost.perUnit(before, READS)
-    times.sort((a, b) => a - b)
-    const p50 = percentile(times, 50)
-    baseline ??= p50
-    last = { size, p50 }
-    rows.push({
-      "history fills": size,
-      "p50 ms": p50,
-      "p99 ms": percentile(times, 99),
-      "vs empty": p50 / baseline,
-      "CPU ms/read": per.cpuMs,
-      "stmts/read": per.statements === null ? "n/a" : per.statements.toFixed(1),
-    })
+    const m = yield* measureReads(cost, read, READS, WARMUP_READS)
+    baseline ??= m.p50
+    last = { size, p50: m.p50 }
+    rows.push({ "history fills": size, ...m.columns(baseline, "vs empty") })
   }
   printSweep(`take candidates read (locked + fresh, one transaction) by settled fills in history, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {

@@ -14,7 +14,7 @@
 import { Effect } from "effect"
 import { tradePage } from "../../src/Trades/Repo.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
-import { costMeter, printSweep, sweepSizes } from "./Cost.ts"
+import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { HISTORY_MAKER, seedSettledHistory } from "./History.ts"
 import { summarize } from "./Summary.ts"
 
@@ -28,9 +28,6 @@ const PAGES = [
   { name: "mine, no trades", master: `0x${"ab".repeat(20)}` },
   { name: "mine, maker of all", master: HISTORY_MAKER },
 ] as const
-
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
 
 const program = Effect.gen(function* () {
   const cost = yield* costMeter
@@ -46,28 +43,10 @@ const program = Effect.gen(function* () {
     history = Math.max(history, size)
     for (const page of PAGES) {
       const read = tradePage({ master: page.master, pair: null, after: undefined, limit: LIMIT })
-      for (let i = 0; i < WARMUP_READS; i++) yield* read
-      const before = yield* cost.snapshot
-      const times: Array<number> = []
-      for (let i = 0; i < READS; i++) {
-        const started = performance.now()
-        yield* read
-        times.push(performance.now() - started)
-      }
-      const per = yield* cost.perUnit(before, READS)
-      times.sort((a, b) => a - b)
-      const p50 = percentile(times, 50)
-      if (!baselines.has(page.name)) baselines.set(page.name, p50)
-      last.set(page.name, { size, p50 })
-      rows.push({
-        "history transfers": size,
-        page: page.name,
-        "p50 ms": p50,
-        "p99 ms": percentile(times, 99),
-        "vs smallest": p50 / baselines.get(page.name)!,
-        "CPU ms/read": per.cpuMs,
-        "stmts/read": per.statements === null ? "n/a" : per.statements.toFixed(1),
-      })
+      const m = yield* measureReads(cost, read, READS, WARMUP_READS)
+      if (!baselines.has(page.name)) baselines.set(page.name, m.p50)
+      last.set(page.name, { size, p50: m.p50 })
+      rows.push({ "history transfers": size, page: page.name, ...m.columns(baselines.get(page.name)!, "vs smallest") })
     }
   }
   printSweep(`trade history page (${LIMIT} a page) by settled transfers in history, ${READS} reads`, rows)
