@@ -6,7 +6,7 @@ export const JOURNAL_PENDING_CHANNEL = "journal_pending"
 /** Channel the publisher notifies with the highest cursor it assigned. */
 export const JOURNAL_PUBLISHED_CHANNEL = "journal_published"
 /** Serialises publishers: only one transaction assigns cursors at a time, even during a singleton hand-over. */
-const PUBLISHER_LOCK = 7_210_001
+export const PUBLISHER_LOCK = 7_210_001
 
 export interface JournalEntry {
   readonly kind: string

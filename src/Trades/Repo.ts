@@ -2,7 +2,8 @@
  * Trades: a trade is a settled fill (`fills.state = 'settled'`, `settled_at` set once by the Settlement actor); a
  * v2 fill settled by delivery without any payment has no `settled_at` and is no trade.
  * `from` is the taker's venue (where amount_in was paid), `to` the maker's (where amount_out was delivered).
- * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011).
+ * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011); a `mine`
+ * page its taker and maker masters' indexes (0036).
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
@@ -85,9 +86,10 @@ export interface TradeQuery {
 
 /**
  * A `mine` page's candidates: the newest `n` settled fills that pass `where` (the page's pair and cursor, on `f`)
- * where `master` is the taker, and the newest `n` where it is the maker, each read in order from its own index (fills_settled_taker and
- * fills_settled_maker, migrations/0036); the page is the newest `n` of both. Walking every settled fill newest first
- * instead read the whole history for an account with few trades; the account's fills all first, for one with many.
+ * where `master` is the taker, and the newest `n` where it is the maker, each read in order from its own index
+ * (fills_settled_taker, fills_settled_maker: migrations/0036); the page is the newest `n` of both. Walking every
+ * settled fill newest first instead read the whole history for an account with few trades; reading all the
+ * account's fills first, the whole of its own for one with many.
  */
 const minePage = (sql: SqlClient.SqlClient, master: string, where: Statement.Fragment, n: number) => sql`
   with mine as (

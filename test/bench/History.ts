@@ -6,9 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-
-/** Advisory lock key of the journal's publisher (src/Sql/Journal.ts): cursors are assigned under it. */
-const JOURNAL_PUBLISHER_LOCK = 7_210_001
+import { PUBLISHER_LOCK } from "../../src/Sql/Journal.ts"
 
 /** The master whose closed order made every fill of seedSettledHistory (the maker of all of them). */
 export const HISTORY_MAKER = `0x${"0e".repeat(20)}`
@@ -58,10 +56,10 @@ export const insertSeries = (table: string, from: number, to: number, given: Rec
   })
 
 /**
- * Settled v2 transfers `from` … `n` − 1 of the past between `maker` and `taker` venues, each as the service leaves one behind:
- * its take and fill (settled, final; fills of one closed order's sets, 64 to a set), the v2 index's claimed lock and
- * payment, the relayer's three requests (lock, payTake, claim; final) and the take's five journal rows (published,
- * their cursors assigned under the publisher's lock). Then ANALYZE, as autovacuum would.
+ * Settled v2 transfers `from` … `n` − 1 of the past between `maker` and `taker` venues, each as the service leaves
+ * one behind: its take and fill (settled, final; fills of one closed order's sets, 64 to a set), the v2 index's
+ * claimed lock and payment, the relayer's three requests (lock, payTake, claim; final) and the take's five journal
+ * rows (published, their cursors assigned under the publisher's lock). Then ANALYZE, as autovacuum would.
  */
 export const seedSettledHistory = (
   n: number,
@@ -126,7 +124,7 @@ export const seedSettledHistory = (
     })
     yield* sql.withTransaction(
       Effect.gen(function* () {
-        yield* sql`select pg_advisory_xact_lock(${JOURNAL_PUBLISHER_LOCK})`
+        yield* sql`select pg_advisory_xact_lock(${PUBLISHER_LOCK})`
         const [top] = yield* sql<{ c: string }>`select coalesce(max(cursor), 0)::text as c from journal`
         yield* insertSeries("journal", 5 * from, 5 * n, {
           kind: "'take.history'",
