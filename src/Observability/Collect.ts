@@ -6,6 +6,7 @@ import { WITHDRAWAL_STATES } from "../Domain/Withdrawal.ts"
 import { chainStatusRows } from "../Escrow/ChainStatus.ts"
 import { chainHealth } from "../Health/Readiness.ts"
 import { journalStats } from "../Sql/Journal.ts"
+import { stateTotals } from "../Sql/StateTotals.ts"
 import { StreamConnections } from "../Stream/Connections.ts"
 import {
   actorActive,
@@ -99,25 +100,12 @@ export const collectGauges = Effect.gen(function* () {
     }),
   )
 
-  const closes = safely(
-    "closes",
-    Effect.gen(function* () {
-      const by = countsBy(
-        yield* sql<{ k: string; n: string }>`
-        select state as k, count(*)::text as n from closes group by state`,
-      )
-      for (const state of CLOSE_STATES) set(closesByState, by.get(state) ?? 0, ["state", state])
-    }),
-  )
-
-  const withdrawals = safely(
-    "withdrawals",
-    Effect.gen(function* () {
-      const by = countsBy(
-        yield* sql<{ k: string; n: string }>`
-        select state as k, count(*)::text as n from withdrawals group by state`,
-      )
-      for (const state of WITHDRAWAL_STATES) set(withdrawalsByState, by.get(state) ?? 0, ["state", state])
+  const states = safely(
+    "closes and withdrawals",
+    Effect.map(stateTotals, (totals) => {
+      for (const state of CLOSE_STATES) set(closesByState, totals.get("closes")!.get(state) ?? 0, ["state", state])
+      for (const state of WITHDRAWAL_STATES)
+        set(withdrawalsByState, totals.get("withdrawals")!.get(state) ?? 0, ["state", state])
     }),
   )
 
@@ -129,7 +117,7 @@ export const collectGauges = Effect.gen(function* () {
     }),
   )
 
-  yield* Effect.all([chains, relayer, fills, closes, withdrawals, journal], { concurrency: 3, discard: true })
+  yield* Effect.all([chains, relayer, fills, states, journal], { concurrency: 3, discard: true })
 
   // This process's own figures.
   const stream = yield* StreamConnections.stats

@@ -23,6 +23,7 @@ const RUNS: ReadonlyArray<{ readonly name: string; readonly file: string; readon
   { name: "ingest", file: "ingest.ts" },
   { name: "candidates", file: "candidates.ts" },
   { name: "trades", file: "trades.ts" },
+  { name: "metrics", file: "metrics.ts" },
   { name: "relay", file: "relay.ts" },
   { name: "settle", file: "settle.ts", env: { BENCH_MINING: "auto" } },
   { name: "settle", file: "settle.ts", env: { BENCH_MINING: "interval" } },
