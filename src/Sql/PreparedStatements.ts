@@ -68,7 +68,16 @@ const RESULT_TYPE_CHANGED = "cached plan must not change result type"
 
 /**
  * pg's Client class with `query(text, values, callback)` sent as a named statement when `names` says so (the form
- * @effect/sql-pg uses); every other form of `query` is passed on unchanged.
+ * @effect/sql-pg uses), and callback-form queries handed to pg one at a time per connection.
+ *
+ * One at a time: a connection reserved by a caller can be sent several statements at once, which pg queues with a
+ * deprecation ("Calling client.query() when the client is already executing a query", an error from pg 9 on).
+ * @effect/cluster does so on its shard lock connection, releasing each shard in its own fiber
+ * (`SELECT pg_advisory_unlock(n)` for every shard when a runner gives its shards up). This keeps those statements
+ * in a queue of its own, in call order (the order pg's queue had), and hands the next one to pg when the previous
+ * one called back; a pooled connection runs one statement at a time anyway, so for it this changes nothing.
+ * Every other form of `query` (promise, submittable: the LISTEN connection's, src/Sql/Notifications.ts) is passed
+ * on unchanged.
  */
 // biome-ignore lint/suspicious/noExplicitAny: a mixin's base constructor must take any[] (TS2545)
 export const preparingClient = <C extends new (...args: Array<any>) => QueryableClient>(
@@ -76,20 +85,54 @@ export const preparingClient = <C extends new (...args: Array<any>) => Queryable
   names: ReturnType<typeof makeStatementNames>,
 ) =>
   class PreparingClient extends Base {
+    /** Callback-form queries not yet handed to pg, oldest first. */
+    readonly #waiting: Array<() => void> = []
+    /** Whether pg holds a callback-form query of ours that has not called back yet. */
+    #running = false
+
     override query(config: unknown, values?: unknown, callback?: unknown): unknown {
-      if (
-        typeof config !== "string" ||
-        !Array.isArray(values) ||
-        values.length === 0 ||
-        typeof callback !== "function"
-      ) {
-        return super.query(config, values, callback)
+      const done =
+        typeof callback === "function"
+          ? (callback as Callback)
+          : typeof values === "function"
+            ? (values as Callback)
+            : undefined
+      if (done === undefined) return super.query(config, values, callback)
+      const args = done === values ? undefined : values
+      const next: Callback = (err, result) => {
+        const following = this.#waiting.shift()
+        if (following === undefined) this.#running = false
+        else following()
+        done(err, result)
+      }
+      const send = () => {
+        this.#running = true
+        try {
+          this.#send(config, args, next)
+        } catch (e) {
+          // pg refused the call itself (e.g. no query): its caller hears it, and the queue moves on.
+          next(e instanceof Error ? e : new Error(String(e)), undefined)
+        }
+      }
+      if (this.#running) this.#waiting.push(send)
+      else send()
+      return undefined
+    }
+
+    #send(config: unknown, values: unknown, callback: Callback): void {
+      if (typeof config !== "string" || !Array.isArray(values) || values.length === 0) {
+        if (values === undefined) super.query(config, callback)
+        else super.query(config, values, callback)
+        return
       }
       const name = names.nameOf(config)
-      if (name === undefined) return super.query(config, values, callback)
-      return super.query({ name, text: config, values }, (err: Error | null, result: unknown) => {
+      if (name === undefined) {
+        super.query(config, values, callback)
+        return
+      }
+      super.query({ name, text: config, values }, (err: Error | null, result: unknown) => {
         if (err?.message.includes(RESULT_TYPE_CHANGED)) names.refuse(config)
-        ;(callback as Callback)(err, result)
+        callback(err, result)
       })
     }
   }

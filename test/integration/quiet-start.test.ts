@@ -10,7 +10,8 @@ import { startService, stopProcess } from "../support/Process.ts"
 
 /**
  * A quiet start (issue 15, item 6): no pg deprecation ("Calling client.query() when the client is already
- * executing a query", an error in pg 9: the LISTENs every actor sent at once on one connection), and the
+ * executing a query", an error in pg 9: the LISTENs every actor sent at once on one connection, and the statements
+ * @effect/cluster sends at once on its shard lock connection: src/Sql/PreparedStatements.ts), and the
  * cluster runner's start-up line says it is the runner's internal address, not the API's.
  */
 
@@ -55,6 +56,43 @@ layer(TestDatabaseLive, { timeout: "180 seconds", excludeTestServices: true })(
       }),
     )
 
+    it.effect(
+      "statements sent at once on one reserved connection (as @effect/cluster releases its shards) run in call order, with no pg deprecation",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const conn = yield* sql.reserve
+          yield* conn.executeRaw("create temp table quiet_seen (i int not null, at serial)", [])
+          // Twelve at once, each its own fiber, as the cluster's shard releases are; the first one is slow, so the
+          // others are all sent while it runs.
+          const results = yield* Effect.all(
+            Array.from({ length: 12 }, (_, i) =>
+              conn.executeRaw(
+                i === 0
+                  ? "insert into quiet_seen (i) select $1::int from pg_sleep(0.2) returning i"
+                  : "insert into quiet_seen (i) values ($1::int) returning i",
+                [i],
+              ),
+            ),
+            { concurrency: "unbounded" },
+          )
+          expect(results.map((r) => (r as { rows: Array<{ i: number }> }).rows[0]!.i)).toEqual(
+            Array.from({ length: 12 }, (_, i) => i),
+          )
+          const order = yield* conn.executeRaw("select i from quiet_seen order by at", [])
+          expect((order as { rows: Array<{ i: number }> }).rows.map((r) => r.i)).toEqual(
+            Array.from({ length: 12 }, (_, i) => i),
+          )
+          // A statement pg refuses to send (no text) fails alone; the next one on the connection still runs.
+          const refused = yield* Effect.either(conn.executeRaw(null as unknown as string, []))
+          expect(refused._tag).toBe("Left")
+          expect(((yield* conn.executeRaw("select 1 as one", [])) as { rows: Array<{ one: number }> }).rows).toEqual([
+            { one: 1 },
+          ])
+          expect(warnings.filter((w) => w.includes("already executing"))).toEqual([])
+        }).pipe(Effect.scoped),
+    )
+
     it.effect("a subscriber leaving does not silence another subscriber of the same channel", () =>
       Effect.gen(function* () {
         const pg = yield* PgClient.PgClient
@@ -89,7 +127,7 @@ layer(TestDatabaseLive, { timeout: "180 seconds", excludeTestServices: true })(
             DATABASE_URL: Redacted.value(url),
             PORT: String(port),
             RUNNER_PORT: String(runnerPort),
-            NODE_OPTIONS: "--trace-deprecation",
+            NODE_OPTIONS: "--trace-deprecation --stack-trace-limit=60",
           })
           // The actors and the stream's journal tail all subscribe (LISTEN) right after start-up.
           expect((yield* rawRequest(`http://127.0.0.1:${port}/health/live`)).status).toBe(200)
