@@ -1,5 +1,6 @@
 import { ShardId, Sharding, ShardingConfig } from "@effect/cluster"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { foldStateDeltas } from "../Sql/StateTotals.ts"
 import { MESSAGE_RETENTION, STATUS_INTERVAL } from "./Config.ts"
 import {
   deleteRunnerStatus,
@@ -16,9 +17,10 @@ const RETENTION_EVERY = Duration.minutes(5)
  * Per runner, not a singleton: every STATUS_INTERVAL, and at once when one of its actors starts,
  * stops or fails, it rewrites its status row (its supervision records, singletons held, shards
  * owned); then it removes dead runners' rows. Every few minutes it deletes processed cluster
- * messages past their retention. The janitor's deletes are idempotent, so every runner running
- * them costs a few cheap statements and needs no election. A failed pass is logged and retried on
- * the next beat; the loop never stops the runner.
+ * messages past their retention and folds the state deltas into their totals (src/Sql/StateTotals.ts).
+ * The janitor's deletes and folds are safe to run anywhere at once, so every runner running them
+ * costs a few cheap statements and needs no election. A failed pass is logged and retried on the
+ * next beat; the loop never stops the runner.
  */
 export const RunnerStatusLive = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -48,6 +50,13 @@ export const RunnerStatusLive = Layer.scopedDiscard(
       if (removed > 0) yield* Effect.logInfo("cluster message retention", { removed })
     }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("cluster message retention failed", cause)))
 
+    // The state deltas since the last fold (one row per close or withdrawal state change) go into the totals, so
+    // the /metrics read stays small between folds.
+    const fold = foldStateDeltas.pipe(
+      Effect.tap((folded) => Effect.logDebug("state totals folded", { folded })),
+      Effect.catchAllCause((cause) => Effect.logWarning("folding state totals failed; the next run retries", cause)),
+    )
+
     // Added first, so it runs after the loops below are interrupted: a graceful stop removes the row
     // (the cluster unregisters the runner itself).
     yield* Effect.addFinalizer(() => deleteRunnerStatus(address).pipe(Effect.ignore))
@@ -59,6 +68,6 @@ export const RunnerStatusLive = Layer.scopedDiscard(
       Effect.annotateLogs({ runner: address }),
       Effect.forkScoped,
     )
-    yield* retention.pipe(Effect.delay(RETENTION_EVERY), Effect.forever, Effect.forkScoped)
+    yield* Effect.zipRight(retention, fold).pipe(Effect.delay(RETENTION_EVERY), Effect.forever, Effect.forkScoped)
   }),
 )

@@ -99,9 +99,7 @@ export const closeTransitions = Metric.counter("close_transitions_total", {
   description: "Close state changes written by this runner, by new state",
   incremental: true,
 })
-export const withdrawalsByState = Metric.gauge("withdrawals", {
-  description: "Withdrawals not final, by state",
-})
+export const withdrawalsByState = Metric.gauge("withdrawals", { description: "Withdrawals, by state" })
 export const withdrawalTransitions = Metric.counter("withdrawal_transitions_total", {
   description: "Withdrawal state changes written by this runner, by new state",
   incremental: true,
