@@ -42,7 +42,7 @@ import {
   openCloseQueues,
   settleCloses,
 } from "../src/Escrow/Closes.ts"
-import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Transitions.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 

@@ -17,7 +17,7 @@ import {
   settleClosedV2Orders,
   settleFundingOrders,
 } from "../src/Orders/Repo.ts"
-import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Repo.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Transitions.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "../src/Settlement/Repo.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"

@@ -40,7 +40,7 @@ import {
   parseRelayerOutcome,
   RELAYER_OUTCOME_CHANNEL,
   UNENDED_TRANSITIONS,
-} from "../src/Relayer/Repo.ts"
+} from "../src/Relayer/Transitions.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { Settlement } from "../src/Settlement/Entity.ts"
 import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"

@@ -8,7 +8,6 @@ import { decidePending, replacementFees } from "../src/Chain/RelayerPolicy.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import {
-  type AttemptRow,
   addAttempt,
   allocateAndPersist,
   attemptsOf,
@@ -18,12 +17,12 @@ import {
   markReplaced,
   markSimulatedRevert,
   passRequests,
-  RELAYER_QUEUED_CHANNEL,
   type ReceiptFacts,
-  type RequestRow,
   recordBroadcasts,
   recordRequestError,
 } from "../src/Relayer/Repo.ts"
+import type { AttemptRow, RequestRow } from "../src/Relayer/Rows.ts"
+import { RELAYER_QUEUED_CHANNEL } from "../src/Relayer/Transitions.ts"
 import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./TxRelayerChain.ts"
 
 /**

@@ -7,7 +7,8 @@ import { decodeRevertData, type Fees, initialFees, revertDataOf } from "../src/C
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import { parentOf } from "../src/Observability/Tracing.ts"
-import type { ReceiptFacts, RequestRow, SignedAttempt } from "../src/Relayer/Repo.ts"
+import type { ReceiptFacts, SignedAttempt } from "../src/Relayer/Repo.ts"
+import type { RequestRow } from "../src/Relayer/Rows.ts"
 
 /**
  * The TxRelayer's chain side (the pass that decides and writes is actors/TxRelayer.ts): one venue chain's heads,

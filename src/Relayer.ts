@@ -6,23 +6,16 @@ import type { Address, Hex } from "viem"
 import { type Allowlist, allowedFunction, compileAllowlist } from "./Chain/RelayerPolicy.ts"
 import { AppConfig } from "./Config.ts"
 import { currentTraceParent, Tracing } from "./Observability/Tracing.ts"
-import {
-  attemptsOf,
-  insertRequest,
-  parseRelayerOutcome,
-  RELAYER_OUTCOME_CHANNEL,
-  type RequestRow,
-  requestByKey,
-  TERMINAL_STATUSES,
-  type TxStatus,
-} from "./Relayer/Repo.ts"
+import { attemptsOf, insertRequest, requestByKey } from "./Relayer/Repo.ts"
+import { type RequestRow, TERMINAL_STATUSES, type TxStatus } from "./Relayer/Rows.ts"
+import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL } from "./Relayer/Transitions.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 
 /**
  * How the rest of the service sends an operator transaction. Callers never see nonces or fees:
  * they `submit` a request under an idempotency key (a row; submitting again returns the same
  * request) and `awaitOutcome` it. The TxRelayer singleton of the venue's chain (actors/TxRelayer.ts) does
- * the rest; both work on the outbox's rows in src/Relayer/Repo.ts.
+ * the rest; both work on the outbox's rows in src/Relayer/Repo.ts (their shape: Rows.ts).
  *
  * Outcome lifecycle: queued → pending (signed, nonce allocated, broadcast) → included (in a block)
  * → final (at the finalized head) | reverted (in simulation: `simulated`, no gas; or on chain, at
@@ -30,7 +23,7 @@ import { SqlTest } from "./Sql/TestDatabase.ts"
  * dropped and replaced; the call did not happen).
  */
 
-export type { TxStatus } from "./Relayer/Repo.ts"
+export type { TxStatus } from "./Relayer/Rows.ts"
 
 export interface RelayRequest {
   /** 1 to 200 printable characters; the same key always names the same request. */

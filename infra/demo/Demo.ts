@@ -34,7 +34,7 @@ const MAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[4] as Hex)
 const TAKER = privateKeyToAccount(ANVIL_PRIVATE_KEYS[3] as Hex)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const runId = () => crypto.randomUUID().slice(0, 8)
-/** A relayed transaction's statuses that end it (src/Relayer/Repo.ts TERMINAL_STATUSES). */
+/** A relayed transaction's statuses that end it (src/Relayer/Rows.ts TERMINAL_STATUSES). */
 const ENDED = new Set(["final", "reverted", "replaced"])
 
 /** Polls `read` every second until `done`, rewriting one progress line; fails after `seconds`. */

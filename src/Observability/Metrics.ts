@@ -30,7 +30,7 @@ export const httpDuration = Metric.histogram(
 
 const relayerEvents = (name: string, what: string) =>
   Metric.counter(name, { description: `Relayer transactions ${what}, by venue`, incremental: true })
-/** By the relayer's journal kinds (src/Relayer/Repo.ts). */
+/** By the relayer's journal kinds (src/Relayer/Transitions.ts). */
 const RELAYER_COUNTERS: Record<string, Metric.Metric.Counter<number>> = {
   "tx.pending": relayerEvents("relayer_submitted_total", "signed and submitted (nonce assigned)"),
   "tx.bumped": relayerEvents("relayer_bumped_total", "re-priced: a replacement at the same nonce"),

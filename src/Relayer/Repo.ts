@@ -1,247 +1,37 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
-import { countRelayerTransition } from "../Observability/Metrics.ts"
+import { journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 import {
-  appendJournal,
-  appendJournalRows,
-  journalNotify,
-  journalRowsInsert,
-  type Notification,
-} from "../Sql/Journal.ts"
+  ATTEMPT_COLS,
+  type AttemptRow,
+  type RawAttempt,
+  type RawRequest,
+  REQUEST_COLS,
+  type RequestRow,
+  type TxStatus,
+  toAttempt,
+  toRequest,
+} from "./Rows.ts"
+import {
+  journalPayload,
+  outcomePayload,
+  QUEUED,
+  RELAYER_OUTCOME_CHANNEL,
+  RELAYER_QUEUED_CHANNEL,
+  relayerTransitionLogged,
+  transitionEntries,
+  transitionEvents,
+  transitionEventsBatch,
+  transitionNotices,
+  transitionsLogged,
+} from "./Transitions.ts"
 
 /**
- * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key; the relayer
- * singleton of a (venue, signer) drains them. Every status transition writes its journal row in
- * the same transaction and notifies RELAYER_OUTCOME_CHANNEL (payload: the transition and the idempotency
- * key) so that waiters wake at once.
+ * SQL of the relayer (migration 0005). Requests are rows keyed by idempotency key (their shape: Rows.ts); the
+ * relayer singleton of a (venue, signer) drains them. Every status transition writes its journal row in the same
+ * transaction and notifies RELAYER_OUTCOME_CHANNEL (Transitions.ts), so that waiters wake at once.
  */
-
-/** Waiters of a request's outcome LISTEN here (payload: `<transition kind> <idempotency key>`, parseRelayerOutcome). */
-export const RELAYER_OUTCOME_CHANNEL = "relayer_outcome"
-
-/** A transition as RELAYER_OUTCOME_CHANNEL carries it: its journal kind (`tx.queued`, `tx.final`, …) and the key. */
-export interface RelayerOutcomeNotice {
-  readonly kind: string
-  readonly key: string
-}
-
-/** The kind has no space; the key may (any printable characters), so it is everything after the first one. */
-export const parseRelayerOutcome = (payload: string): RelayerOutcomeNotice => {
-  const space = payload.indexOf(" ")
-  return space < 0 ? { kind: "", key: payload } : { kind: payload.slice(0, space), key: payload.slice(space + 1) }
-}
-
-const outcomePayload = (kind: string, key: string) => `${kind} ${key}`
-
-/**
- * Transitions after which nothing a waiter decides can change: the request was recorded, sent or re-sent with a
- * higher fee, and is still neither included nor failed. A waiter that acts only on inclusion, finality or failure
- * (the settlement's step) need not look again for them.
- */
-export const IN_FLIGHT_TRANSITIONS: ReadonlyArray<string> = ["tx.queued", "tx.pending", "tx.bumped"]
-/**
- * Transitions after which the request has still not ended (final, reverted or replaced): in flight, included, or
- * back to pending after a reorg. A waiter that acts only on a request's end (a close queue: Escrow/Closes.ts
- * nextTransition; order funding: Orders/Repo.ts settleFundingOrders) need not look again for them.
- */
-export const UNENDED_TRANSITIONS: ReadonlyArray<string> = [...IN_FLIGHT_TRANSITIONS, "tx.included", "tx.reorged"]
-/** The relayer of a venue LISTENs here (payload: venue) to pick up new requests without waiting. */
-export const RELAYER_QUEUED_CHANNEL = "relayer_queued"
-
-export type TxStatus = "queued" | "pending" | "included" | "final" | "reverted" | "replaced"
-export const TERMINAL_STATUSES: ReadonlyArray<TxStatus> = ["final", "reverted", "replaced"]
-
-export interface RequestRow {
-  readonly id: bigint
-  readonly idempotencyKey: string
-  readonly venue: string
-  readonly chainId: number
-  readonly signer: string
-  readonly target: string
-  readonly functionName: string
-  readonly calldata: Hex
-  readonly value: bigint
-  readonly master: string | null
-  readonly status: TxStatus
-  readonly simulated: boolean
-  readonly nonce: bigint | null
-  readonly gasLimit: bigint | null
-  readonly txHash: Hex | null
-  readonly blockNumber: bigint | null
-  readonly blockHash: Hex | null
-  readonly gasUsed: bigint | null
-  readonly revertReason: string | null
-  readonly error: string
-  /** The submitter's W3C traceparent when traces are exported (migration 0024), else null. */
-  readonly traceParent: string | null
-}
-
-export interface AttemptRow {
-  readonly txHash: Hex
-  readonly requestId: bigint
-  readonly attempt: number
-  readonly nonce: bigint
-  readonly rawTx: Hex
-  readonly maxFeePerGas: bigint
-  readonly maxPriorityFeePerGas: bigint
-  readonly gasLimit: bigint
-  readonly sentBlock: bigint | null
-  readonly broadcasts: number
-}
-
-interface RawRequest {
-  id: string
-  idempotency_key: string
-  venue: string
-  chain_id: string
-  signer: string
-  target: string
-  function_name: string
-  calldata: string
-  value: string
-  master: string | null
-  status: TxStatus
-  simulated: boolean
-  nonce: string | null
-  gas_limit: string | null
-  tx_hash: string | null
-  block_number: string | null
-  block_hash: string | null
-  gas_used: string | null
-  revert_reason: string | null
-  error: string
-  trace_parent: string | null
-}
-
-interface RawAttempt {
-  tx_hash: string
-  request_id: string
-  attempt: number
-  nonce: string
-  raw_tx: string
-  max_fee_per_gas: string
-  max_priority_fee_per_gas: string
-  gas_limit: string
-  sent_block: string | null
-  broadcasts: number
-}
-
-const REQUEST_COLS = `id::text, idempotency_key, venue, chain_id::text, signer, target, function_name, calldata,
-  value::text, master, status, simulated, nonce::text, gas_limit::text, tx_hash, block_number::text, block_hash,
-  gas_used::text, revert_reason, error, trace_parent`
-const ATTEMPT_COLS = `tx_hash, request_id::text, attempt, nonce::text, raw_tx, max_fee_per_gas::text,
-  max_priority_fee_per_gas::text, gas_limit::text, sent_block::text, broadcasts`
-
-const big = (s: string | null) => (s === null ? null : BigInt(s))
-
-const toRequest = (r: RawRequest): RequestRow => ({
-  id: BigInt(r.id),
-  idempotencyKey: r.idempotency_key,
-  venue: r.venue,
-  chainId: Number(r.chain_id),
-  signer: r.signer,
-  target: r.target,
-  functionName: r.function_name,
-  calldata: r.calldata as Hex,
-  value: BigInt(r.value),
-  master: r.master,
-  status: r.status,
-  simulated: r.simulated,
-  nonce: big(r.nonce),
-  gasLimit: big(r.gas_limit),
-  txHash: r.tx_hash as Hex | null,
-  blockNumber: big(r.block_number),
-  blockHash: r.block_hash as Hex | null,
-  gasUsed: big(r.gas_used),
-  revertReason: r.revert_reason,
-  error: r.error,
-  traceParent: r.trace_parent ?? null,
-})
-
-const toAttempt = (r: RawAttempt): AttemptRow => ({
-  txHash: r.tx_hash as Hex,
-  requestId: BigInt(r.request_id),
-  attempt: r.attempt,
-  nonce: BigInt(r.nonce),
-  rawTx: r.raw_tx as Hex,
-  maxFeePerGas: BigInt(r.max_fee_per_gas),
-  maxPriorityFeePerGas: BigInt(r.max_priority_fee_per_gas),
-  gasLimit: BigInt(r.gas_limit),
-  sentBlock: big(r.sent_block),
-  broadcasts: r.broadcasts,
-})
-
-/**
- * One log line and the relayer's counters per transition (submit, bump, include, reorg, final, revert,
- * replace), written with its journal row in the transition's transaction. Never the calldata or raw bytes.
- */
-const relayerTransitionLogged = (r: RequestRow, kind: string, extra: Record<string, unknown>) => {
-  const line =
-    kind === "tx.reverted" || kind === "tx.replaced" || kind === "tx.reorged" ? Effect.logWarning : Effect.logInfo
-  return Effect.zipRight(
-    Effect.sync(() => countRelayerTransition(r.venue, kind)),
-    line(`relayer ${kind.slice(3)}`),
-  ).pipe(
-    Effect.annotateLogs({
-      venue: r.venue,
-      chain_id: r.chainId,
-      tx_key: r.idempotencyKey,
-      function: r.functionName,
-      target: r.target,
-      ...extra,
-    }),
-  )
-}
-
-const QUEUED = { status: "queued" }
-
-const journalPayload = (
-  r: Pick<RequestRow, "idempotencyKey" | "venue" | "chainId" | "functionName" | "target">,
-  extra: Record<string, unknown> = {},
-) => ({
-  key: r.idempotencyKey,
-  venue: r.venue,
-  chain_id: r.chainId,
-  function: r.functionName,
-  target: r.target,
-  ...extra,
-})
-
-/**
- * A transition's journal row and the waiters' wake-up (and `also`), in one statement inside the caller's
- * transaction.
- */
-const transitionEvents = (
-  r: RequestRow,
-  kind: string,
-  extra: Record<string, unknown>,
-  also: ReadonlyArray<Notification> = [],
-) =>
-  appendJournal({ kind, master: r.master, payload: journalPayload(r, extra) }, [
-    { channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(kind, r.idempotencyKey) },
-    ...also,
-  ]).pipe(Effect.zipLeft(relayerTransitionLogged(r, kind, extra)))
-
-interface TransitionItem {
-  readonly request: RequestRow
-  readonly kind: string
-  readonly extra: Record<string, unknown>
-}
-
-const transitionEntries = (items: ReadonlyArray<TransitionItem>) =>
-  items.map((i) => ({ kind: i.kind, master: i.request.master, payload: journalPayload(i.request, i.extra) }))
-const transitionNotices = (items: ReadonlyArray<TransitionItem>): Array<Notification> =>
-  items.map((i) => ({ channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(i.kind, i.request.idempotencyKey) }))
-const transitionsLogged = (items: ReadonlyArray<TransitionItem>) =>
-  Effect.forEach(items, (i) => relayerTransitionLogged(i.request, i.kind, i.extra), { discard: true })
-
-/**
- * Many transitions' journal rows and wake-ups in one statement (same rows and notifications as transitionEvents one
- * by one), inside the caller's transaction.
- */
-const transitionEventsBatch = (items: ReadonlyArray<TransitionItem>) =>
-  appendJournalRows(transitionEntries(items), transitionNotices(items)).pipe(Effect.zipLeft(transitionsLogged(items)))
 
 export interface NewRequest {
   readonly idempotencyKey: string

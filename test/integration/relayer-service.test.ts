@@ -11,12 +11,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, Queue, Stream } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
-import {
-  markSimulatedRevert,
-  RELAYER_OUTCOME_CHANNEL,
-  RELAYER_QUEUED_CHANNEL,
-  requestByKey,
-} from "../../src/Relayer/Repo.ts"
+import { markSimulatedRevert, requestByKey } from "../../src/Relayer/Repo.ts"
+import { RELAYER_OUTCOME_CHANNEL, RELAYER_QUEUED_CHANNEL } from "../../src/Relayer/Transitions.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { JOURNAL_PENDING_CHANNEL } from "../../src/Sql/Journal.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"

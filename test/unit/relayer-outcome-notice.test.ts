@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { nextTransition, type OpenClose } from "../../src/Escrow/Closes.ts"
-import { IN_FLIGHT_TRANSITIONS, parseRelayerOutcome, UNENDED_TRANSITIONS } from "../../src/Relayer/Repo.ts"
+import { IN_FLIGHT_TRANSITIONS, parseRelayerOutcome, UNENDED_TRANSITIONS } from "../../src/Relayer/Transitions.ts"
 
 describe("relayer outcome notifications", () => {
   it("split at the first space: the kind, then the key as it was stored (colons and spaces kept)", () => {
