@@ -33,18 +33,11 @@ import {
  * transaction and notifies RELAYER_OUTCOME_CHANNEL (Transitions.ts), so that waiters wake at once.
  */
 
-export interface NewRequest {
-  readonly idempotencyKey: string
-  readonly venue: string
-  readonly chainId: number
-  readonly signer: string
-  readonly target: string
-  readonly functionName: string
-  readonly calldata: Hex
-  readonly value: bigint
-  readonly master: string | null
-  readonly traceParent?: string | null
-}
+/** A request as submitted: the row's own fields, and the submitter's trace. */
+export type NewRequest = Pick<
+  RequestRow,
+  "idempotencyKey" | "venue" | "chainId" | "signer" | "target" | "functionName" | "calldata" | "value" | "master"
+> & { readonly traceParent?: string | null }
 
 /**
  * Inserts a request unless its key exists; returns the row and whether it was created now. A new row, its

@@ -1,5 +1,6 @@
 import { appendFileSync } from "node:fs"
 import { loadavg } from "node:os"
+import { Effect } from "effect"
 
 /**
  * One row of `npm run bench`'s summary table (issue 21 item 4). A bench calls `summarize` once per figure
@@ -47,3 +48,27 @@ export const whole = (n: number) => Math.round(n).toLocaleString("en-US")
  * not what a long-running service does. Every side of a comparison gets the same warm-up.
  */
 export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 10)
+
+/**
+ * The summary row of a read that should not grow with the history (candidates, trades, metrics): its p50 at the
+ * largest size against the smallest size's, in the same run (1 = flat; met at >= 0.5, at most twice the time).
+ */
+export const summarizeFlat = (bench: string, p50: number, baselineP50: number, baseline: string) =>
+  summarize({
+    bench,
+    figure: `${p50.toFixed(2)} ms p50`,
+    baseline: `${baselineP50.toFixed(2)} ms p50, ${baseline}`,
+    ratio: baselineP50 / p50,
+    target: ">= 0.5 (flat)",
+    atLeast: 0.5,
+  })
+
+/** Runs a bench's program to its end and exits: 0 when it ended, 1 (its error printed) when it failed. */
+export const runBench = <A, E>(program: Effect.Effect<A, E>) =>
+  Effect.runPromise(program).then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e)
+      process.exit(1)
+    },
+  )

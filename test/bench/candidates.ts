@@ -22,7 +22,7 @@ import { loadQuoteCandidatesV2 } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertRow, insertSeries } from "./History.ts"
-import { summarize } from "./Summary.ts"
+import { runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_CANDIDATES_SIZES", "0,50000,200000")
 const READS = Number(process.env.BENCH_CANDIDATES_READS ?? 40)
@@ -132,21 +132,13 @@ const program = Effect.gen(function* () {
   }
   printSweep(`take candidates read (locked + fresh, one transaction) by settled fills in history, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {
-    summarize({
-      bench: `candidates read at ${last.size.toLocaleString("en-US")} fills of history`,
-      figure: `${last.p50.toFixed(2)} ms p50`,
-      baseline: `${baseline.toFixed(2)} ms p50, empty history`,
-      ratio: baseline / last.p50,
-      target: ">= 0.5 (flat)",
-      atLeast: 0.5,
-    })
+    summarizeFlat(
+      `candidates read at ${last.size.toLocaleString("en-US")} fills of history`,
+      last.p50,
+      baseline,
+      "empty history",
+    )
   }
 })
 
-Effect.runPromise(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped)).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e)
-    process.exit(1)
-  },
-)
+runBench(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped))

@@ -19,7 +19,7 @@ import { foldStateDeltas, stateTotals } from "../../src/Sql/StateTotals.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertSeries } from "./History.ts"
-import { summarize } from "./Summary.ts"
+import { runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_METRICS_SIZES", "0,100000,1000000")
 const READS = Number(process.env.BENCH_METRICS_READS ?? 40)
@@ -77,21 +77,13 @@ const program = Effect.gen(function* () {
   }
   printSweep(`/metrics: closes and withdrawals by state, by rows in each table, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {
-    summarize({
-      bench: `metrics state counts at ${last.size.toLocaleString("en-US")} closes + withdrawals`,
-      figure: `${last.p50.toFixed(2)} ms p50`,
-      baseline: `${baseline.toFixed(2)} ms p50, empty tables`,
-      ratio: baseline / last.p50,
-      target: ">= 0.5 (flat)",
-      atLeast: 0.5,
-    })
+    summarizeFlat(
+      `metrics state counts at ${last.size.toLocaleString("en-US")} closes + withdrawals`,
+      last.p50,
+      baseline,
+      "empty tables",
+    )
   }
 })
 
-Effect.runPromise(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped)).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e)
-    process.exit(1)
-  },
-)
+runBench(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped))

@@ -16,7 +16,7 @@ import { tradePage } from "../../src/Trades/Repo.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { HISTORY_MAKER, seedSettledHistory } from "./History.ts"
-import { summarize } from "./Summary.ts"
+import { runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_TRADES_SIZES", "1000,50000,200000")
 const READS = Number(process.env.BENCH_TRADES_READS ?? 30)
@@ -54,21 +54,13 @@ const program = Effect.gen(function* () {
     const baseline = baselines.get(page.name)
     const at = last.get(page.name)
     if (baseline === undefined || at === undefined || at.size === SIZES[0]) continue
-    summarize({
-      bench: `trades page (${page.name}) at ${at.size.toLocaleString("en-US")} transfers of history`,
-      figure: `${at.p50.toFixed(2)} ms p50`,
-      baseline: `${baseline.toFixed(2)} ms p50 at ${SIZES[0]!.toLocaleString("en-US")}`,
-      ratio: baseline / at.p50,
-      target: ">= 0.5 (flat)",
-      atLeast: 0.5,
-    })
+    summarizeFlat(
+      `trades page (${page.name}) at ${at.size.toLocaleString("en-US")} transfers of history`,
+      at.p50,
+      baseline,
+      `at ${SIZES[0]!.toLocaleString("en-US")}`,
+    )
   }
 })
 
-Effect.runPromise(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped)).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e)
-    process.exit(1)
-  },
-)
+runBench(program.pipe(Effect.provide(TestDatabaseLive), Effect.scoped))
