@@ -1,13 +1,13 @@
 import type { SqlClient } from "@effect/sql"
-import { Cause, Clock, Duration, Effect, Either, Fiber, Layer, Random } from "effect"
+import { Clock, Duration, Effect, Either, Fiber, Layer } from "effect"
 import type { Address, Hex } from "viem"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { decodeLogs, type IndexedEvent } from "../src/Chain/EscrowIndex.ts"
-import { describeCause } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { awaitNewHead } from "../src/Chain/HeadWake.ts"
 import { firstMismatch } from "../src/Chain/Integrity.ts"
 import { RpcError, retryRpc, rpc } from "../src/Chain/RpcError.ts"
+import { passLoop } from "../src/Cluster/PassLoop.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import { ingestPage, loadIndexState, recordedBlocks, TOUCHED_TABLES } from "../src/Escrow/ChainIndex.ts"
@@ -49,7 +49,6 @@ import {
 const INGEST_BUDGET = Duration.seconds(5)
 /** Recorded block hashes re-checked by each integrity check. */
 const RECHECK_BLOCKS = 64
-const MAX_BACKOFF_MS = 15_000
 
 type Fetched = readonly [Either.Either<ReadonlyArray<IndexedEvent>, RpcError>, Either.Either<Hex | null, RpcError>]
 
@@ -330,37 +329,27 @@ export const makeVenueWatcher = (venue: VenueConfig) =>
     const handle: WatcherHandle = { poll }
 
     /** Polls forever; failures are written to the status row and retried with capped, jittered backoff. */
-    const run = Effect.gen(function* () {
-      let failures = 0
-      for (;;) {
-        // Outside the poll's own retry: a defect here is the supervisor's (src/Cluster/Supervision.ts) to restart.
-        yield* fault.hit("watcher.before-poll")
-        const exit = yield* Effect.exit(poll)
-        if (exit._tag === "Success") {
-          failures = 0
-          // The next poll on the next block (a finality-gated step waits for it), at the latest after poll_ms.
-          yield* awaitNewHead(client, lastLatest?.number, settings.head_poll_ms, settings.poll_ms)
-          continue
-        }
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        failures++
-        const message = describeCause(exit.cause)
-        yield* recordChainError(venue.id, message).pipe(Effect.ignore)
-        bump(watcherFaults, [
-          ["venue", venue.id],
-          ["kind", "poll_failed"],
-        ])
-        if (failures === 1 || failures % 20 === 0) {
-          yield* Effect.logWarning("venue watcher poll failed").pipe(
-            Effect.annotateLogs({ venue: venue.id, failures, error: message }),
-          )
-        }
-        const base = isTerminalOrMismatch(exit.cause)
-          ? MAX_BACKOFF_MS
-          : Math.min(MAX_BACKOFF_MS, settings.poll_ms * 2 ** (failures - 1))
-        const jitter = yield* Random.nextRange(0.8, 1.2)
-        yield* Effect.sleep(Duration.millis(Math.round(base * jitter)))
-      }
+    const run = passLoop({
+      // Outside the poll's own retry: a defect here is the supervisor's (src/Cluster/Supervision.ts) to restart.
+      before: fault.hit("watcher.before-poll"),
+      pass: poll,
+      // The next poll on the next block (a finality-gated step waits for it), at the latest after poll_ms.
+      next: () => awaitNewHead(client, lastLatest?.number, settings.head_poll_ms, settings.poll_ms),
+      baseMs: settings.poll_ms,
+      terminal: isTerminalOrMismatch,
+      failureLog: "venue watcher poll failed",
+      onFailure: (message) =>
+        recordChainError(venue.id, message).pipe(
+          Effect.ignore,
+          Effect.zipRight(
+            Effect.sync(() =>
+              bump(watcherFaults, [
+                ["venue", venue.id],
+                ["kind", "poll_failed"],
+              ]),
+            ),
+          ),
+        ),
     })
 
     return { handle, run }
