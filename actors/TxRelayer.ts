@@ -1,10 +1,11 @@
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, Layer, Queue, Random, Schedule, Stream } from "effect"
+import { Clock, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import type { Hex, TransactionReceipt } from "viem"
-import { describeCause, isTerminal } from "../src/Chain/Failure.ts"
+import { isTerminal } from "../src/Chain/Failure.ts"
 import { FaultPoint } from "../src/Chain/FaultPoint.ts"
 import { decidePending, replacementFees } from "../src/Chain/RelayerPolicy.ts"
+import { passLoop } from "../src/Cluster/PassLoop.ts"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
 import {
@@ -16,7 +17,8 @@ import {
   markReorged,
   markReplaced,
   markSimulatedRevert,
-  passRequests,
+  openRequests,
+  queuedRequests,
   type ReceiptFacts,
   recordBroadcasts,
   recordRequestError,
@@ -45,7 +47,8 @@ import { type Heads, makeRelayerChain, receiptFacts, type Simulation } from "./T
 
 /** Queued requests simulated in parallel (the transport batches them into one HTTP request). */
 const SIMULATE_CONCURRENCY = 64
-const MAX_BACKOFF_MS = 15_000
+/** An idle follow loop (nothing in flight) looks again after this many poll intervals, unless a send wakes it. */
+const IDLE_FOLLOW_POLLS = 10
 
 type FollowOutcome =
   | { readonly _tag: "nothing" }
@@ -81,10 +84,22 @@ export const makeTxRelayer = (venue: VenueConfig) =>
       .filter((v) => v.chain_id === venue.chain_id)
       .map((v) => v.id)
 
+    /** Requests persisted by a send that has not yet recorded their broadcast: the follow loop leaves them alone. */
+    const sending = new Set<bigint>()
+
     const sendQueued = (h: Heads, queued: ReadonlyArray<RequestRow>) =>
       Effect.gen(function* () {
         if (queued.length === 0) return 0
-        const sims = yield* Effect.forEach(queued, simulate, { concurrency: SIMULATE_CONCURRENCY })
+        // The simulations, the nonce floor and the fees are independent: one round trip (a JSON-RPC batch), not two.
+        // A failed nonce read is reported only after the simulations' outcomes are recorded.
+        const [sims, floorRead, fees] = yield* Effect.all(
+          [
+            Effect.forEach(queued, simulate, { concurrency: SIMULATE_CONCURRENCY }),
+            Effect.either(chain.nonceCount("latest")),
+            market(h),
+          ],
+          { concurrency: "unbounded" },
+        )
         for (const s of sims) {
           if (s._tag === "reverted") {
             yield* markSimulatedRevert(s.request, s.reason)
@@ -95,31 +110,35 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         }
         const ok = sims.filter((s): s is Extract<Simulation, { _tag: "ok" }> => s._tag === "ok")
         if (ok.length === 0) return 0
-        // Independent reads, one round trip; a failure of the nonce read is reported first.
-        const [floorRead, feesRead] = yield* Effect.all([chain.nonceCount("latest"), market(h)], {
-          concurrency: "unbounded",
-          mode: "either",
-        })
         const floor = yield* floorRead
-        const fees = yield* feesRead
-        const persisted = yield* allocateAndPersist(
-          venue.id,
-          chainVenues,
-          signer,
-          floor,
-          h.latest,
-          ok.map((s) => ({ request: s.request, gasLimit: s.gasLimit })),
-          (r, nonce, gasLimit) =>
-            sign(r, nonce, gasLimit, fees).pipe(Effect.tap(() => fault.hit("relayer.after-sign-before-persist"))),
+        const ids = ok.map((s) => s.request.id)
+        for (const id of ids) sending.add(id)
+        return yield* Effect.gen(function* () {
+          const persisted = yield* allocateAndPersist(
+            venue.id,
+            chainVenues,
+            signer,
+            floor,
+            h.latest,
+            ok.map((s) => ({ request: s.request, gasLimit: s.gasLimit })),
+            (r, nonce, gasLimit) =>
+              sign(r, nonce, gasLimit, fees).pipe(Effect.tap(() => fault.hit("relayer.after-sign-before-persist"))),
+          )
+          yield* fault.hit("relayer.after-persist-before-broadcast")
+          yield* broadcastNew(persisted)
+          yield* fault.hit("relayer.after-broadcast-before-record")
+          yield* recordBroadcasts(
+            persisted.map((p) => p.attempt.txHash),
+            yield* now,
+          )
+          return persisted.length
+        }).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              for (const id of ids) sending.delete(id)
+            }),
+          ),
         )
-        yield* fault.hit("relayer.after-persist-before-broadcast")
-        yield* broadcastNew(persisted)
-        yield* fault.hit("relayer.after-broadcast-before-record")
-        yield* recordBroadcasts(
-          persisted.map((p) => p.attempt.txHash),
-          yield* now,
-        )
-        return persisted.length
       })
 
     /**
@@ -146,8 +165,9 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         return (yield* chain.blockHashAt(last.number)) === last.hash ? last.number : -1n
       })
 
-    const follow = (h: Heads, open: ReadonlyArray<RequestRow>) =>
+    const follow = (h: Heads, all: ReadonlyArray<RequestRow>) =>
       Effect.gen(function* () {
+        const open = all.filter((r) => !sending.has(r.id))
         const unchanged = yield* unchangedUpTo(h)
         if (open.length === 0) {
           lastHead = { number: h.latest, hash: h.latestHash }
@@ -288,52 +308,82 @@ export const makeTxRelayer = (venue: VenueConfig) =>
         }
       })
 
+    /** Sends the oldest queued requests (at most a batch); the number signed. */
+    const sendPass = Effect.gen(function* () {
+      const [h, queued] = yield* Effect.all([heads, queuedRequests(venue.id, signer, settings.batch)], {
+        concurrency: 2,
+      })
+      return yield* sendQueued(h, queued)
+    })
+
+    /** Follows every request in flight; their number. */
+    const followPass = Effect.gen(function* () {
+      const open = yield* openRequests(venue.id, signer)
+      // Nothing in flight: no head to read (the next pass re-checks from its own head: unchangedUpTo).
+      if (open.length === 0) return 0
+      return yield* follow(yield* heads, open)
+    })
+
+    /** Both in one pass, for the tests: queued first, then the rows that were open before it sent. */
     const tick = Effect.gen(function* () {
       const h = yield* heads
-      // Queued first: a new request (a lock, a payTake, a claim) is what a user waits for, while following the ones
-      // in flight waits for receipts anyway. The two sets are disjoint: sending moves only the queued rows read here
-      // to pending, and follow is given only the rows that were open before; nonces come from one counter
-      // (allocateAndPersist), which a replacement of an open row (same nonce) does not touch.
-      const work = yield* passRequests(venue.id, signer, settings.batch)
-      const signed = yield* sendQueued(h, work.queued)
-      const open = yield* follow(h, work.open)
-      return { signed, open }
+      const open = yield* openRequests(venue.id, signer)
+      const signed = yield* sendQueued(h, yield* queuedRequests(venue.id, signer, settings.batch))
+      return { signed, open: yield* follow(h, open) }
     })
 
     const handle: RelayerHandle = { tick }
 
+    /**
+     * Two loops: a new request (a lock, a payTake, a claim) is what a user waits for, so sending never waits behind
+     * a follow pass (its receipt reads for every request in flight). The send loop wakes on the queue's notification
+     * (at the latest after poll_ms); the follow loop after each send, and every poll_ms while anything is in flight.
+     * They touch disjoint rows: follow skips the requests a send has persisted and not yet recorded as broadcast
+     * (`sending`), every transition is guarded by the row's status, and a replacement (same nonce) never touches the
+     * nonce counter.
+     */
     const run = Effect.gen(function* () {
       const pg = yield* PgClient.PgClient
-      const wake = yield* Queue.sliding<void>(1)
+      const queuedWake = yield* Queue.sliding<void>(1)
+      const sentWake = yield* Queue.sliding<void>(1)
       yield* pg.listen(RELAYER_QUEUED_CHANNEL).pipe(
         Stream.filter((v) => v === venue.id),
-        Stream.runForEach(() => Queue.offer(wake, undefined)),
+        Stream.runForEach(() => Queue.offer(queuedWake, undefined)),
         Effect.retry(Schedule.spaced("1 second")),
         Effect.forkScoped,
       )
-      let failures = 0
-      for (;;) {
-        const exit = yield* Effect.exit(tick)
-        if (exit._tag === "Success") {
-          failures = 0
+      const waitFor = (wake: Queue.Queue<void>, ms = settings.poll_ms) =>
+        Queue.take(wake).pipe(Effect.timeout(Duration.millis(ms)), Effect.ignore)
+      const loop = (
+        name: string,
+        pass: Effect.Effect<number, unknown, SqlClient.SqlClient>,
+        next: (n: number) => Effect.Effect<void>,
+      ) =>
+        passLoop({
+          pass,
+          next,
+          baseMs: settings.poll_ms,
+          terminal: isTerminal,
+          failureLog: `relayer ${name} pass failed`,
+        })
+      yield* Effect.all(
+        [
           // A full batch: more may be queued, go again at once.
-          if (exit.value.signed >= settings.batch) continue
-          yield* Queue.take(wake).pipe(Effect.timeout(Duration.millis(settings.poll_ms)), Effect.ignore)
-          continue
-        }
-        if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-        failures++
-        const terminal = isTerminal(exit.cause)
-        const error = describeCause(exit.cause)
-        // Once per streak, then every 20th failure: a dead RPC must not flood the log.
-        if (failures === 1 || failures % 20 === 0) {
-          yield* Effect.logWarning("relayer pass failed").pipe(
-            Effect.annotateLogs({ venue: venue.id, failures, error }),
-          )
-        }
-        const base = terminal ? MAX_BACKOFF_MS : Math.min(MAX_BACKOFF_MS, settings.poll_ms * 2 ** (failures - 1))
-        yield* Effect.sleep(Duration.millis(Math.round(base * (yield* Random.nextRange(0.8, 1.2)))))
-      }
+          loop("send", sendPass, (signed) =>
+            signed > 0
+              ? Queue.offer(sentWake, undefined).pipe(
+                  Effect.zipRight(signed >= settings.batch ? Effect.void : waitFor(queuedWake)),
+                )
+              : waitFor(queuedWake),
+          ),
+          // Only a send puts a request in flight, and it wakes this loop: with nothing in flight, the poll interval
+          // is only a backstop, so an idle relayer's follow loop reads its rows every IDLE_FOLLOW_POLLS polls.
+          loop("follow", followPass, (open) =>
+            waitFor(sentWake, open === 0 ? settings.poll_ms * IDLE_FOLLOW_POLLS : settings.poll_ms),
+          ),
+        ],
+        { concurrency: 2, discard: true },
+      )
     }).pipe(Effect.scoped)
 
     return { handle, run }

@@ -73,7 +73,10 @@ export class RelayerAllow extends Schema.Class<RelayerAllow>("RelayerAllow")({
 
 /** How the relayer (actors/TxRelayer.ts) sends the operator's transactions on a venue chain. */
 export class RelayerSettings extends Schema.Class<RelayerSettings>("RelayerSettings")({
-  /** Pause between two passes over queued and in-flight transactions, milliseconds. */
+  /**
+   * Milliseconds: the send loop's longest wait for a queued request (it wakes on the queue's notification), and the
+   * follow loop's pause between passes over transactions in flight (10× that while none is; a send wakes it).
+   */
   poll_ms: Schema.optionalWith(PositiveInt, { default: () => 500 }),
   /**
    * A transaction is re-priced once its nonce has been the lowest open one for this many blocks since its last

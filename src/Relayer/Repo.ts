@@ -112,24 +112,28 @@ const ascending = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)
  * nonce order; `queued`, the first `limit` queued ones, in id order. A request queued after this read is the next
  * pass's (its NOTIFY wakes the relayer at once).
  */
-export const passRequests = (venue: string, signer: string, limit: number) =>
+/** A relayer's requests in flight (pending or included), by nonce: what its follow pass looks at. */
+export const openRequests = (venue: string, signer: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<RawRequest>`
-      (select ${sql.literal(REQUEST_COLS)} from relayer_requests
-        where venue = ${venue} and signer = ${signer.toLowerCase()} and status in ('pending', 'included'))
-      union all
-      (select ${sql.literal(REQUEST_COLS)} from relayer_requests
-        where venue = ${venue} and signer = ${signer.toLowerCase()} and status = 'queued'
-        order by id limit ${limit})`.pipe(
+      select ${sql.literal(REQUEST_COLS)} from relayer_requests
+      where venue = ${venue} and signer = ${signer.toLowerCase()} and status in ('pending', 'included')`.pipe(
       Effect.map((rows) => {
-        const all = rows.map(toRequest)
-        const open = all.filter((r) => r.status !== "queued")
-        // As `order by nonce` would (nulls last; a signed request always has one) and `order by id`.
+        const open = rows.map(toRequest)
+        // As `order by nonce` would (nulls last; a signed request always has one).
         open.sort((a, b) => ascending(a.nonce ?? MAX, b.nonce ?? MAX))
-        const queued = all.filter((r) => r.status === "queued").sort((a, b) => ascending(a.id, b.id))
-        return { open, queued }
+        return open
       }),
     ),
+  )
+
+/** A relayer's oldest `limit` queued requests, in the order they were queued: what its send pass signs. */
+export const queuedRequests = (venue: string, signer: string, limit: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<RawRequest>`
+      select ${sql.literal(REQUEST_COLS)} from relayer_requests
+      where venue = ${venue} and signer = ${signer.toLowerCase()} and status = 'queued'
+      order by id limit ${limit}`.pipe(Effect.map((rows) => rows.map(toRequest))),
   )
 
 /** Relayer requests not yet in a block: what /health calls pending transactions. */

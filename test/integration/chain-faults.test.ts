@@ -8,7 +8,7 @@ import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { account, key, venueEntry } from "../support/ChainDevnet.ts"
-import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
+import { faultControl, faultyTransport, holdCalls } from "../support/ChainFaults.ts"
 import { chainStack, TestChainTag } from "../support/ChainStack.ts"
 import { rawRequest } from "../support/Http.ts"
 import { baseUrl } from "../support/TestServer.ts"
@@ -189,6 +189,48 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("chain faults
       yield* included("tip-fallback").pipe(Effect.ensuring(Effect.sync(() => (control.failMethodAfter = undefined))))
       expect(control.calls.get("eth_gasPrice") ?? 0).toBeGreaterThan(0)
     }),
+  )
+
+  it.effect("a new request goes out while a follow pass waits on a slow RPC answer", () =>
+    withRelayer(
+      Effect.gen(function* () {
+        const c = yield* TestChainTag
+        const r = yield* Relayer
+        const balance = (to: number) =>
+          Effect.promise(() =>
+            c.pub.readContract({
+              abi: mockUSDCAbi,
+              address: c.token,
+              functionName: "balanceOf",
+              args: [`0x${to.toString(16).padStart(40, "0")}` as Address],
+            }),
+          )
+        yield* submitMint("slow-follow-a", 0x51000a)
+        yield* r.awaitOutcome("slow-follow-a", { until: "included", timeout: "30 seconds" })
+        // A is open until final (2 blocks): each follow pass reads the nonce count at the finalized block, a block
+        // number (a send reads it only at "latest"). Those answers are held, so the follow pass in progress waits.
+        const hold = holdCalls(
+          control,
+          (method, params) => method === "eth_getTransactionCount" && Array.isArray(params) && params[1] !== "latest",
+        )
+        yield* Effect.gen(function* () {
+          for (let i = 0; i < 100 && hold.waiting() === 0; i++) yield* Effect.sleep("50 millis")
+          expect(hold.waiting()).toBeGreaterThan(0)
+          yield* submitMint("slow-follow-b", 0x51000b)
+          // B is signed, sent and mined (1 s blocks) while that follow pass is still held.
+          let minted = 0n
+          for (let i = 0; i < 100 && minted === 0n; i++) {
+            yield* Effect.sleep("100 millis")
+            minted = yield* balance(0x51000b)
+          }
+          expect(minted).toBe(1n)
+          expect(hold.waiting()).toBeGreaterThan(0)
+        }).pipe(Effect.ensuring(Effect.sync(hold.release)))
+        for (const k of ["slow-follow-a", "slow-follow-b"]) {
+          expect((yield* r.awaitOutcome(k, { timeout: "30 seconds" })).status).toBe("final")
+        }
+      }),
+    ),
   )
 
   it.effect("pg_terminate_backend of the service's connections: watcher, relayer and /health recover", () =>

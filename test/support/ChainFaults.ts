@@ -11,12 +11,43 @@ import type { ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
  *   when the mode was entered, everything else is forwarded.
  * `failMethodAfter` makes one method fail after n successful calls (a crash in the middle of work), with JSON-RPC
  * error `code` (default -32603, internal error: retryable; -32601, method not found: terminal).
+ * `hold` (set by `holdCalls`) keeps the calls it matches waiting until released: a slow answer in the middle of a pass.
  */
 export interface FaultControl {
   mode: "ok" | "unreachable" | "error" | "stale"
   failMethodAfter?: { readonly method: string; readonly after: number; readonly code?: number } | undefined
   readonly calls: Map<string, number>
   readonly frozen: Map<string, unknown>
+  hold?:
+    | { readonly matches: (method: string, params: unknown) => boolean; readonly released: Promise<void> }
+    | undefined
+}
+
+/** Holds the calls `matches` picks until `release` (idempotent); `waiting` counts the ones held now. */
+export const holdCalls = (control: FaultControl, matches: (method: string, params: unknown) => boolean) => {
+  let release = () => {}
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  let waiting = 0
+  control.hold = {
+    matches: (method, params) => {
+      const held = matches(method, params)
+      if (held) {
+        waiting++
+        void released.then(() => waiting--)
+      }
+      return held
+    },
+    released,
+  }
+  return {
+    waiting: () => waiting,
+    release: () => {
+      control.hold = undefined
+      release()
+    },
+  }
 }
 
 export const faultControl = (): FaultControl => ({ mode: "ok", calls: new Map(), frozen: new Map() })
@@ -51,6 +82,7 @@ export const faultyTransport =
           if (limit !== undefined && limit.method === method && n > limit.after) {
             throw Object.assign(new Error("injected failure"), { code: limit.code ?? -32603 })
           }
+          if (control.hold?.matches(method, params)) await control.hold.released
           const url = venue.rpc_urls[0]
           if (control.mode === "stale") {
             const p = params as Array<unknown> | undefined
