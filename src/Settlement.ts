@@ -15,8 +15,9 @@ import { Deferred, Effect, Exit, FiberId, Layer, Option, Schedule, Stream } from
 import { wakeIfClustered } from "./Cluster/KeyedWakes.ts"
 import { AppConfig } from "./Config.ts"
 import { Settlement as SettlementEntity } from "./Settlement/Entity.ts"
+import { identityFades } from "./Settlement/FadeRecord.ts"
 import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "./Settlement/Repo.ts"
-import { identityFades, takerUnpaidLocks } from "./Settlement/RepoV2.ts"
+import { takerUnpaidLocks } from "./Settlement/RepoV2.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 
 export class Settlement extends Effect.Service<Settlement>()("Settlement", {

@@ -1,5 +1,6 @@
 import { ShardId, Sharding, ShardingConfig } from "@effect/cluster"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { foldFadeDeltas } from "../Settlement/FadeRecord.ts"
 import { foldStateDeltas } from "../Sql/StateTotals.ts"
 import { MESSAGE_RETENTION, STATUS_INTERVAL } from "./Config.ts"
 import {
@@ -17,7 +18,8 @@ const RETENTION_EVERY = Duration.minutes(5)
  * Per runner, not a singleton: every STATUS_INTERVAL, and at once when one of its actors starts,
  * stops or fails, it rewrites its status row (its supervision records, singletons held, shards
  * owned); then it removes dead runners' rows. Every few minutes it deletes processed cluster
- * messages past their retention and folds the state deltas into their totals (src/Sql/StateTotals.ts).
+ * messages past their retention and folds the state deltas and the quote identities' fade deltas into their totals
+ * (src/Sql/StateTotals.ts, src/Settlement/FadeRecord.ts).
  * The janitor's deletes and folds are safe to run anywhere at once, so every runner running them
  * costs a few cheap statements and needs no election. A failed pass is logged and retried on the
  * next beat; the loop never stops the runner.
@@ -52,9 +54,16 @@ export const RunnerStatusLive = Layer.scopedDiscard(
 
     // The state deltas since the last fold (one row per close or withdrawal state change) go into the totals, so
     // the /metrics read stays small between folds.
-    const fold = foldStateDeltas.pipe(
-      Effect.tap((folded) => Effect.logDebug("state totals folded", { folded })),
-      Effect.catchAllCause((cause) => Effect.logWarning("folding state totals failed; the next run retries", cause)),
+    // So do the fade deltas (one row per chance or fade of a maker's identity): its fade record's read stays small.
+    const fold = Effect.zipRight(
+      foldStateDeltas.pipe(
+        Effect.tap((folded) => Effect.logDebug("state totals folded", { folded })),
+        Effect.catchAllCause((cause) => Effect.logWarning("folding state totals failed; the next run retries", cause)),
+      ),
+      foldFadeDeltas.pipe(
+        Effect.tap((folded) => Effect.logDebug("fade totals folded", { folded })),
+        Effect.catchAllCause((cause) => Effect.logWarning("folding fade totals failed; the next run retries", cause)),
+      ),
     )
 
     // Added first, so it runs after the loops below are interrupted: a graceful stop removes the row

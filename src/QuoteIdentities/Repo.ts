@@ -1,6 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { identityFades } from "../Settlement/RepoV2.ts"
+import { identityFades, lockFadeWindows } from "../Settlement/FadeRecord.ts"
 import { appendJournal } from "../Sql/Journal.ts"
 
 export interface QuoteIdentityRow {
@@ -244,7 +244,7 @@ export type ResumeOutcome =
 
 /**
  * The owner's action on a fade flag (DESIGN §10: "not routed to until its owner acts"; settlement v2): clears
- * `fade_flagged_at` and starts a new counting window (`fade_window_started_at = now()`, migration 0028), so the fades
+ * `fade_flagged_at` and starts a new counting window (`fade_window_started_at`, migration 0028), so the fades
  * that raised the flag are not counted again and the identity is flagged anew only on fades of fills whose chance
  * comes after this. One transaction with `quote_identity.fade_resumed` (the closed window's counts). The row is
  * locked first: settlement's flagging (src/Settlement/RepoV2.ts flagIfFading) locks it too, so the two serialise.
@@ -260,9 +260,13 @@ export const resumeFadedIdentity = (p: { readonly id: string; readonly master: s
         if (row === undefined) return { _tag: "NotFound" } as ResumeOutcome
         if (row.revoked) return { _tag: "Revoked" } as ResumeOutcome
         if (row.flagged_at === null) return { _tag: "NotFlagged" } as ResumeOutcome
+        // A fold files deltas under the window it read: none may run while this one changes. The window starts once
+        // the lock is held (clock_timestamp, not the transaction's start), so a fold that ran before it cannot have
+        // filed a mark of the new window under the old one.
+        yield* lockFadeWindows
         const closed = yield* identityFades(p.id)
         const [resumed] = yield* sql<{ window_started_at: Date }>`
-          update quote_identities set fade_flagged_at = null, fade_window_started_at = now()
+          update quote_identities set fade_flagged_at = null, fade_window_started_at = clock_timestamp()
           where id = ${p.id}::uuid
           returning fade_window_started_at as window_started_at`
         if (resumed === undefined) return { _tag: "NotFound" } as ResumeOutcome

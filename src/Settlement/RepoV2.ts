@@ -2,6 +2,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { type FadePolicy, fadeFlagged } from "../Domain/FadePolicy.ts"
 import { appendJournal } from "../Sql/Journal.ts"
+import { identityFades } from "./FadeRecord.ts"
 import { advanceFill, type FillRow, finishFill, OUTCOMES_COLUMN, type SettlingFill } from "./Repo.ts"
 
 /**
@@ -283,31 +284,6 @@ export const flagIfFading = (identityId: string, policy: FadePolicy) =>
     })
     return true
   })
-
-/**
- * A maker identity's fade record (for the router, operators and the identity's view): chances and fades of its
- * current window (migration 0028: fills whose chance was recorded at or after `fade_window_started_at`, all when
- * null; a fill's fade counts in the window of its chance), and the flag.
- */
-export const identityFades = (identityId: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{
-      chances: number
-      fades: number
-      flagged: boolean
-      flagged_at: Date | null
-      window_started_at: Date | null
-    }>`
-      select (select count(*)::int from settlement_v2_marks c where c.identity_id = q.id and c.kind = 'chance'
-                and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as chances,
-             (select count(*)::int from settlement_v2_marks f
-                join settlement_v2_marks c on c.fill_id = f.fill_id and c.kind = 'chance'
-                where f.identity_id = q.id and f.kind = 'fade'
-                  and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as fades,
-             q.fade_flagged_at is not null as flagged, q.fade_flagged_at as flagged_at,
-             q.fade_window_started_at as window_started_at
-      from quote_identities q where q.id = ${identityId}::uuid`.pipe(Effect.map((rows) => rows[0] ?? null)),
-  )
 
 /**
  * A taker account's locks left unpaid (settlement_v2_marks kind 'unpaid'), and whether it is over the limit

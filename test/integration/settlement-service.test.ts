@@ -39,14 +39,13 @@ const Live = Layer.unwrapEffect(
 
 const fresh = () => privateKeyToAccount(generatePrivateKey()).address
 
+/** A mark as settlement writes it: a plain insert, so its triggers run (insertRow turns them off). */
 const mark = (kind: "chance" | "fade" | "unpaid", fill: string, identityId: string, master: string, at?: Date) =>
-  insertRow("settlement_v2_marks", {
-    fill_id: fill,
-    kind,
-    identity_id: identityId,
-    master,
-    ...(at === undefined ? {} : { created_at: at }),
-  })
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.asVoid(sql`
+      insert into settlement_v2_marks (fill_id, kind, identity_id, master, created_at)
+      values (${fill}, ${kind}, ${identityId}, ${master}, coalesce(${at ?? null}::timestamptz, now()))`),
+  )
 
 describe("Settlement service", () => {
   layer(Live, { timeout: 120_000 })((it) => {
