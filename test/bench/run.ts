@@ -24,6 +24,7 @@ const RUNS: ReadonlyArray<{ readonly name: string; readonly file: string; readon
   { name: "candidates", file: "candidates.ts" },
   { name: "trades", file: "trades.ts" },
   { name: "metrics", file: "metrics.ts" },
+  { name: "fades", file: "fades.ts" },
   { name: "relay", file: "relay.ts" },
   { name: "settle", file: "settle.ts", env: { BENCH_MINING: "auto" } },
   { name: "settle", file: "settle.ts", env: { BENCH_MINING: "interval" } },
