@@ -1,6 +1,6 @@
 import { ShardId, Sharding, ShardingConfig } from "@effect/cluster"
 import { Clock, Duration, Effect, Layer, Option } from "effect"
-import { foldFadeDeltas } from "../Settlement/FadeRecord.ts"
+import { foldFadeDeltas } from "../Sql/FadeTotals.ts"
 import { foldStateDeltas } from "../Sql/StateTotals.ts"
 import { MESSAGE_RETENTION, STATUS_INTERVAL } from "./Config.ts"
 import {
@@ -19,7 +19,7 @@ const RETENTION_EVERY = Duration.minutes(5)
  * stops or fails, it rewrites its status row (its supervision records, singletons held, shards
  * owned); then it removes dead runners' rows. Every few minutes it deletes processed cluster
  * messages past their retention and folds the state deltas and the quote identities' fade deltas into their totals
- * (src/Sql/StateTotals.ts, src/Settlement/FadeRecord.ts).
+ * (src/Sql/StateTotals.ts, src/Sql/FadeTotals.ts).
  * The janitor's deletes and folds are safe to run anywhere at once, so every runner running them
  * costs a few cheap statements and needs no election. A failed pass is logged and retried on the
  * next beat; the loop never stops the runner.

@@ -1,6 +1,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { identityFades, lockFadeWindows } from "../Settlement/FadeRecord.ts"
+import { identityFades } from "../Settlement/FadeRecord.ts"
+import { lockFadeWindows } from "../Sql/FadeTotals.ts"
 import { appendJournal } from "../Sql/Journal.ts"
 
 export interface QuoteIdentityRow {
