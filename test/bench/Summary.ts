@@ -63,6 +63,29 @@ export const summarizeFlat = (bench: string, p50: number, baselineP50: number, b
     atLeast: 0.5,
   })
 
+/**
+ * A history sweep (candidates, trades, metrics, fades): for each size, smallest first, the history grows to it by
+ * `grow(from, to)` (how long that took is printed), then `measure(size)` reads at that size.
+ */
+export const historySweep = <E, R, E2, R2>(
+  sizes: ReadonlyArray<number>,
+  unit: string,
+  grow: (from: number, to: number) => Effect.Effect<void, E, R>,
+  measure: (size: number) => Effect.Effect<void, E2, R2>,
+) =>
+  Effect.gen(function* () {
+    let history = 0
+    for (const size of sizes) {
+      if (size > history) {
+        const t = performance.now()
+        yield* grow(history, size)
+        console.log(`history: ${size} ${unit} (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
+        history = size
+      }
+      yield* measure(size)
+    }
+  })
+
 /** Runs a bench's program to its end and exits: 0 when it ended, 1 (its error printed) when it failed. */
 export const runBench = <A, E>(program: Effect.Effect<A, E>) =>
   Effect.runPromise(program).then(

@@ -22,7 +22,7 @@ import { loadQuoteCandidatesV2 } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertRow, insertSeries } from "./History.ts"
-import { runBench, summarizeFlat } from "./Summary.ts"
+import { historySweep, runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_CANDIDATES_SIZES", "0,50000,200000")
 const READS = Number(process.env.BENCH_CANDIDATES_READS ?? 40)
@@ -117,19 +117,20 @@ const program = Effect.gen(function* () {
   if (first.length !== 1) return yield* Effect.dieMessage(`expected the live set's one quote, read ${first.length}`)
 
   const rows: Array<Record<string, string | number>> = []
-  let history = 0
   let baseline: number | undefined
   let last: { size: number; p50: number } | undefined
-  for (const size of SIZES) {
-    const t = performance.now()
-    yield* addHistory(seeded, history, size)
-    if (size > history) console.log(`history: ${size} fills (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
-    history = Math.max(history, size)
-    const m = yield* measureReads(cost, read, READS, WARMUP_READS)
-    baseline ??= m.p50
-    last = { size, p50: m.p50 }
-    rows.push({ "history fills": size, ...m.columns(baseline, "vs empty") })
-  }
+  yield* historySweep(
+    SIZES,
+    "fills",
+    (from, to) => addHistory(seeded, from, to),
+    (size) =>
+      Effect.gen(function* () {
+        const m = yield* measureReads(cost, read, READS, WARMUP_READS)
+        baseline ??= m.p50
+        last = { size, p50: m.p50 }
+        rows.push({ "history fills": size, ...m.columns(baseline, "vs empty") })
+      }),
+  )
   printSweep(`take candidates read (locked + fresh, one transaction) by settled fills in history, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {
     summarizeFlat(

@@ -14,30 +14,18 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { foldFadeDeltas, identityFades } from "../../src/Settlement/FadeRecord.ts"
+import { identityFades } from "../../src/Settlement/FadeRecord.ts"
+import { foldFadeDeltas } from "../../src/Sql/FadeTotals.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { fadesOverMarks } from "../support/FadeCounts.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertRow, insertSeries } from "./History.ts"
-import { runBench, summarizeFlat } from "./Summary.ts"
+import { historySweep, runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_FADES_SIZES", "0,100000,1000000")
 const READS = Number(process.env.BENCH_FADES_READS ?? 40)
 const IDENTITY = "00000000-0000-4000-8000-00000000fade"
 const MASTER = `'0x${"0f".repeat(20)}'`
-
-/** The counts over the marks themselves: what the record's read was before the totals. */
-const countedOverMarks = Effect.flatMap(
-  SqlClient.SqlClient,
-  (sql) =>
-    sql`
-    select (select count(*)::int from settlement_v2_marks c where c.identity_id = q.id and c.kind = 'chance'
-              and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as chances,
-           (select count(*)::int from settlement_v2_marks f
-              join settlement_v2_marks c on c.fill_id = f.fill_id and c.kind = 'chance'
-              where f.identity_id = q.id and f.kind = 'fade'
-                and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as fades
-    from quote_identities q where q.id = ${IDENTITY}::uuid`,
-)
 
 /** Chances `from` … `to - 1` of the identity, one in fifty faded. */
 const addChances = (from: number, to: number) =>
@@ -65,24 +53,20 @@ const program = Effect.gen(function* () {
     kind: "'credential'",
   })
   const rows: Array<Record<string, string | number>> = []
-  let history = 0
   let baseline: number | undefined
   let last: { size: number; p50: number } | undefined
-  for (const size of SIZES) {
-    const t = performance.now()
-    yield* addChances(history, size)
-    if (size > history)
-      console.log(`history: ${size} chances (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
-    history = Math.max(history, size)
-    const record = yield* identityFades(IDENTITY)
-    if (record?.chances !== size) return yield* Effect.dieMessage(`counted ${record?.chances}, expected ${size}`)
-    const totals = yield* measureReads(cost, identityFades(IDENTITY), READS)
-    baseline ??= totals.p50
-    last = { size, p50: totals.p50 }
-    rows.push({ chances: size, read: "totals", ...totals.columns(baseline, "vs empty") })
-    const marks = yield* measureReads(cost, countedOverMarks, READS)
-    rows.push({ chances: size, read: "over the marks (before)", ...marks.columns(baseline, "vs empty") })
-  }
+  yield* historySweep(SIZES, "chances", addChances, (size) =>
+    Effect.gen(function* () {
+      const record = yield* identityFades(IDENTITY)
+      if (record?.chances !== size) return yield* Effect.dieMessage(`counted ${record?.chances}, expected ${size}`)
+      const totals = yield* measureReads(cost, identityFades(IDENTITY), READS)
+      baseline ??= totals.p50
+      last = { size, p50: totals.p50 }
+      rows.push({ chances: size, read: "totals", ...totals.columns(baseline, "vs empty") })
+      const marks = yield* measureReads(cost, fadesOverMarks(IDENTITY), READS)
+      rows.push({ chances: size, read: "over the marks (before)", ...marks.columns(baseline, "vs empty") })
+    }),
+  )
   printSweep(`a quote identity's fade record, by its chances, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {
     summarizeFlat(`fade record at ${last.size.toLocaleString("en-US")} chances`, last.p50, baseline, "no chances")

@@ -19,7 +19,7 @@ import { foldStateDeltas, stateTotals } from "../../src/Sql/StateTotals.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { insertSeries } from "./History.ts"
-import { runBench, summarizeFlat } from "./Summary.ts"
+import { historySweep, runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_METRICS_SIZES", "0,100000,1000000")
 const READS = Number(process.env.BENCH_METRICS_READS ?? 40)
@@ -57,24 +57,20 @@ const addHistory = (from: number, to: number) =>
 const program = Effect.gen(function* () {
   const cost = yield* costMeter
   const rows: Array<Record<string, string | number>> = []
-  let history = 0
   let baseline: number | undefined
   let last: { size: number; p50: number } | undefined
-  for (const size of SIZES) {
-    const t = performance.now()
-    yield* addHistory(history, size)
-    if (size > history)
-      console.log(`history: ${size} of each (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
-    history = Math.max(history, size)
-    const totals = yield* stateTotals
-    const counted = (table: "closes" | "withdrawals") => [...totals.get(table)!.values()].reduce((a, b) => a + b, 0)
-    if (counted("closes") !== size || counted("withdrawals") !== size)
-      return yield* Effect.dieMessage(`counted ${counted("closes")} / ${counted("withdrawals")}, expected ${size}`)
-    const m = yield* measureReads(cost, stateTotals, READS, WARMUP_READS)
-    baseline ??= m.p50
-    last = { size, p50: m.p50 }
-    rows.push({ "closes + withdrawals": `${size} + ${size}`, ...m.columns(baseline, "vs empty") })
-  }
+  yield* historySweep(SIZES, "of each", addHistory, (size) =>
+    Effect.gen(function* () {
+      const totals = yield* stateTotals
+      const counted = (table: "closes" | "withdrawals") => [...totals.get(table)!.values()].reduce((a, b) => a + b, 0)
+      if (counted("closes") !== size || counted("withdrawals") !== size)
+        return yield* Effect.dieMessage(`counted ${counted("closes")} / ${counted("withdrawals")}, expected ${size}`)
+      const m = yield* measureReads(cost, stateTotals, READS, WARMUP_READS)
+      baseline ??= m.p50
+      last = { size, p50: m.p50 }
+      rows.push({ "closes + withdrawals": `${size} + ${size}`, ...m.columns(baseline, "vs empty") })
+    }),
+  )
   printSweep(`/metrics: closes and withdrawals by state, by rows in each table, ${READS} reads`, rows)
   if (baseline !== undefined && last !== undefined && last.size > SIZES[0]!) {
     summarizeFlat(

@@ -16,7 +16,7 @@ import { tradePage } from "../../src/Trades/Repo.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { costMeter, measureReads, printSweep, sweepSizes } from "./Cost.ts"
 import { HISTORY_MAKER, seedSettledHistory } from "./History.ts"
-import { runBench, summarizeFlat } from "./Summary.ts"
+import { historySweep, runBench, summarizeFlat } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_TRADES_SIZES", "1000,50000,200000")
 const READS = Number(process.env.BENCH_TRADES_READS ?? 30)
@@ -34,21 +34,22 @@ const program = Effect.gen(function* () {
   const rows: Array<Record<string, string | number>> = []
   const baselines = new Map<string, number>()
   const last = new Map<string, { size: number; p50: number }>()
-  let history = 0
-  for (const size of SIZES) {
-    const t = performance.now()
-    yield* seedSettledHistory(size, { maker: "hyperliquid", taker: "aster" }, history)
-    if (size > history)
-      console.log(`history: ${size} transfers (${((performance.now() - t) / 1000).toFixed(1)} s to add)`)
-    history = Math.max(history, size)
-    for (const page of PAGES) {
-      const read = tradePage({ master: page.master, pair: null, after: undefined, limit: LIMIT })
-      const m = yield* measureReads(cost, read, READS, WARMUP_READS)
-      if (!baselines.has(page.name)) baselines.set(page.name, m.p50)
-      last.set(page.name, { size, p50: m.p50 })
-      rows.push({ "history transfers": size, page: page.name, ...m.columns(baselines.get(page.name)!, "vs smallest") })
-    }
-  }
+  yield* historySweep(
+    SIZES,
+    "transfers",
+    (from, to) => seedSettledHistory(to, { maker: "hyperliquid", taker: "aster" }, from),
+    (size) =>
+      Effect.gen(function* () {
+        for (const page of PAGES) {
+          const read = tradePage({ master: page.master, pair: null, after: undefined, limit: LIMIT })
+          const m = yield* measureReads(cost, read, READS, WARMUP_READS)
+          if (!baselines.has(page.name)) baselines.set(page.name, m.p50)
+          last.set(page.name, { size, p50: m.p50 })
+          const columns = m.columns(baselines.get(page.name)!, "vs smallest")
+          rows.push({ "history transfers": size, page: page.name, ...columns })
+        }
+      }),
+  )
   printSweep(`trade history page (${LIMIT} a page) by settled transfers in history, ${READS} reads`, rows)
   for (const page of PAGES) {
     const baseline = baselines.get(page.name)

@@ -5,27 +5,19 @@
  * resume) and writers meanwhile. The reference is always the count over the marks themselves that the record was
  * read from before, in the same snapshot.
  */
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { PgMigrator } from "@effect/sql-pg"
 import { expect, it } from "@effect/vitest"
-import { Effect, Layer, Random } from "effect"
+import { Effect, Random } from "effect"
 import { resumeFadedIdentity } from "../../src/QuoteIdentities/Repo.ts"
-import { foldFadeDeltas, identityFades } from "../../src/Settlement/FadeRecord.ts"
-import { migrationsLoader } from "../../src/Sql/Database.ts"
-import { pgClientLayer } from "../../src/Sql/Notifications.ts"
-import { testDatabaseUrl } from "../support/Database.ts"
+import { identityFades } from "../../src/Settlement/FadeRecord.ts"
+import { foldFadeDeltas } from "../../src/Sql/FadeTotals.ts"
+import { fadesOverMarks } from "../support/FadeCounts.ts"
+import { migrateBelow, unmigratedDatabase } from "../support/Unmigrated.ts"
 
 const TOTALS_MIGRATION = 38
 const MASTER = `0x${"0a".repeat(20)}`
 
-const Unmigrated = Layer.unwrapScoped(
-  Effect.map(testDatabaseUrl, (url) => pgClientLayer({ url, maxConnections: 8, applicationName: "fade-totals" })),
-)
-const migrate = (below?: number) =>
-  PgMigrator.run({
-    loader: Effect.map(migrationsLoader, (all) => (below === undefined ? all : all.filter(([id]) => id < below))),
-  }).pipe(Effect.provide(NodeContext.layer))
+const Unmigrated = unmigratedDatabase("fade-totals")
 
 /** n identities of one master; their ids. */
 const addIdentities = (n: number) =>
@@ -70,22 +62,6 @@ const newWindow = (identity: string) =>
     expect((yield* resumeFadedIdentity({ id: identity, master: MASTER }))._tag).toBe("Resumed")
   })
 
-/** The record counted over the marks themselves (the read before migration 0038). */
-const reference = (identity: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.map(
-      sql<{ chances: number; fades: number }>`
-        select (select count(*)::int from settlement_v2_marks c where c.identity_id = q.id and c.kind = 'chance'
-                  and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as chances,
-               (select count(*)::int from settlement_v2_marks f
-                  join settlement_v2_marks c on c.fill_id = f.fill_id and c.kind = 'chance'
-                  where f.identity_id = q.id and f.kind = 'fade'
-                    and c.created_at >= coalesce(q.fade_window_started_at, '-infinity')) as fades
-        from quote_identities q where q.id = ${identity}::uuid`,
-      ([r]) => ({ chances: r!.chances, fades: r!.fades }),
-    ),
-  )
-
 /** Every identity's record and its reference, in one snapshot; they must agree. The records. */
 const expectExact = (identities: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -95,7 +71,7 @@ const expectExact = (identities: ReadonlyArray<string>) =>
         const records = []
         for (const id of identities) {
           const record = yield* identityFades(id)
-          const counted = yield* reference(id)
+          const counted = yield* fadesOverMarks(id)
           expect({ chances: record!.chances, fades: record!.fades }).toEqual(counted)
           records.push(counted)
         }
@@ -112,7 +88,7 @@ it.layer(Unmigrated, { timeout: "120 seconds" })("fade totals", (it) => {
   it.effect("the migration counts the marks already there; triggers count every mark after; folds and windows", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      yield* migrate(TOTALS_MIGRATION)
+      yield* migrateBelow(TOTALS_MIGRATION)
       const [a, b, c] = yield* addIdentities(3)
       // a: five chances, two of them faded; b: two chances before its window and one after, each faded.
       const aFills = [] as Array<string>
@@ -123,7 +99,7 @@ it.layer(Unmigrated, { timeout: "120 seconds" })("fade totals", (it) => {
       yield* sql`update quote_identities set fade_window_started_at = now() where id = ${b!}::uuid`
       const bNew = yield* chance(b!)
       for (const f of [...bOld, bNew]) yield* fade(b!, f)
-      yield* migrate()
+      yield* migrateBelow()
       expect(yield* expectExact([a!, b!, c!])).toEqual([
         { chances: 5, fades: 2 },
         { chances: 1, fades: 1 },

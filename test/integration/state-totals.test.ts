@@ -5,28 +5,18 @@
  * connections at once and writers changing states meanwhile. The reference is always a `group by state` over the
  * tables themselves, read in the same snapshot.
  */
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { PgMigrator } from "@effect/sql-pg"
 import { expect, it } from "@effect/vitest"
-import { Effect, Layer, Random } from "effect"
-import { migrationsLoader } from "../../src/Sql/Database.ts"
-import { pgClientLayer } from "../../src/Sql/Notifications.ts"
+import { Effect, Random } from "effect"
 import { foldStateDeltas, stateTotals } from "../../src/Sql/StateTotals.ts"
-import { testDatabaseUrl } from "../support/Database.ts"
+import { migrateBelow, unmigratedDatabase } from "../support/Unmigrated.ts"
 
 const CLOSE_STATES = ["pending", "final", "reverted", "expired"] as const
 const WITHDRAWAL_STATES = ["queued", "submitting", "relayed", "failed", "unknown"] as const
 const TOTALS_MIGRATION = 37
 
 /** An unmigrated database of its own, migrated by the test (up to a version, then the rest). */
-const Unmigrated = Layer.unwrapScoped(
-  Effect.map(testDatabaseUrl, (url) => pgClientLayer({ url, maxConnections: 8, applicationName: "state-totals" })),
-)
-const migrate = (below?: number) =>
-  PgMigrator.run({
-    loader: Effect.map(migrationsLoader, (all) => (below === undefined ? all : all.filter(([id]) => id < below))),
-  }).pipe(Effect.provide(NodeContext.layer))
+const Unmigrated = unmigratedDatabase("state-totals")
 
 /** n closes in `state` (managed: no signature columns), distinct orders so none is a second pending one. */
 const addCloses = (state: string, n: number, tag: string) =>
@@ -96,14 +86,14 @@ it.layer(Unmigrated, { timeout: "120 seconds" })("state totals", (it) => {
     () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
-        yield* migrate(TOTALS_MIGRATION)
+        yield* migrateBelow(TOTALS_MIGRATION)
         // Rows from before the totals existed.
         yield* addCloses("final", 7, "old")
         yield* addCloses("pending", 2, "old")
         yield* addCloses("reverted", 1, "old")
         yield* addWithdrawals("relayed", 5, "old")
         yield* addWithdrawals("unknown", 1, "old")
-        yield* migrate()
+        yield* migrateBelow()
         expect(yield* expectExact).toEqual({
           closes: { final: 7, pending: 2, reverted: 1 },
           withdrawals: { relayed: 5, unknown: 1 },
