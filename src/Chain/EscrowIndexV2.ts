@@ -1,5 +1,6 @@
 import { type Address, decodeEventLog, type Hex, keccak256, type Log, toEventSelector, zeroHash } from "viem"
-import { type EventMeta, jsonSafe, type Stamp } from "./EscrowIndex.ts"
+import type { Stamp } from "./EscrowIndex.ts"
+import { type EventMeta, jsonSafe } from "./EscrowLogs.ts"
 import { escrowV2Events, escrowV2EventsAbi } from "./EscrowV2Abi.ts"
 
 /**

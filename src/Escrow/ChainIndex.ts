@@ -1,15 +1,8 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Data, Effect } from "effect"
 import type { Hex } from "viem"
-import {
-  applyEvents,
-  emptyState,
-  type IndexedEvent,
-  type IndexState,
-  jsonSafeText,
-  type TouchedKeys,
-  touchedKeys,
-} from "../Chain/EscrowIndex.ts"
+import { applyEvents, emptyState, type IndexState, type TouchedKeys, touchedKeys } from "../Chain/EscrowIndex.ts"
+import { type IndexedEvent, jsonSafeText } from "../Chain/EscrowLogs.ts"
 import { journalNotify, journalRowsInsert, type Notification } from "../Sql/Journal.ts"
 import {
   BALANCE_COLS,

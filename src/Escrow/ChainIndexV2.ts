@@ -1,7 +1,6 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
-import { jsonSafeText } from "../Chain/EscrowIndex.ts"
 import {
   applyEventsV2,
   balanceOwnersOf,
@@ -10,6 +9,7 @@ import {
   type IndexStateV2,
   touchedKeysV2,
 } from "../Chain/EscrowIndexV2.ts"
+import { jsonSafeText } from "../Chain/EscrowLogs.ts"
 import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
 import type { RawLock, RawOrder, RawPayment } from "./ChainIndexRowsV2.ts"

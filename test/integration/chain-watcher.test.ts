@@ -5,7 +5,7 @@ import { Effect, Fiber, Ref, Stream } from "effect"
 import { parseEventLogs } from "viem"
 import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
-import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
+import { decodeLogs, indexedEventsAbi } from "../../src/Chain/EscrowLogs.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { ingestPage } from "../../src/Escrow/ChainIndex.ts"
 import {

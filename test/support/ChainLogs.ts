@@ -8,7 +8,7 @@ import {
   numberToHex,
   pad,
 } from "viem"
-import { indexedEventsAbi } from "../../src/Chain/EscrowIndex.ts"
+import { indexedEventsAbi } from "../../src/Chain/EscrowLogs.ts"
 
 /** Synthetic escrow logs, encoded exactly as a node returns them (for the index fold and its SQL). */
 

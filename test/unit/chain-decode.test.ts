@@ -13,11 +13,11 @@ import {
   toEventSelector,
 } from "viem"
 import { describe, expect, it } from "vitest"
-import { decodeLogs, indexedEventsAbi, jsonSafe, jsonSafeText } from "../../src/Chain/EscrowIndex.ts"
+import { decodeLogs, indexedEventsAbi, jsonSafe, jsonSafeText } from "../../src/Chain/EscrowLogs.ts"
 import { ESCROW } from "../support/ChainLogs.ts"
 
 /**
- * The hand-written static decoder of src/Chain/EscrowIndex.ts against viem's decodeEventLog, for
+ * The hand-written static decoder of src/Chain/EscrowLogs.ts against viem's decodeEventLog, for
  * every indexed event (the Fill tuple of Locked and Paid included), on logs encoded as the EVM
  * emits them. The one documented difference: our addresses are lowercase, viem's checksummed.
  */

@@ -3,13 +3,12 @@ import { type Address, type Hex, type Log, zeroAddress, zeroHash } from "viem"
 import { describe, expect, it } from "vitest"
 import {
   applyEvents,
-  decodeLogs,
   emptyState,
-  type IndexedEvent,
   type IndexState,
   indexedLiabilities,
   touchedKeys,
 } from "../../src/Chain/EscrowIndex.ts"
+import { decodeLogs, type IndexedEvent } from "../../src/Chain/EscrowLogs.ts"
 import { firstMismatch } from "../../src/Chain/Integrity.ts"
 import { addr, ESCROW, fill, id, LEGACY, logOf, OTHER, resetLogIndex } from "../support/ChainLogs.ts"
 
