@@ -31,7 +31,7 @@ import {
 import { buildLinkMessage } from "./Domain/LinkMessage.ts"
 import { toRfc3339 } from "./Domain/Primitives.ts"
 import { signatureOnlyFailure } from "./Domain/SignatureFailure.ts"
-import { verifySiweSignature } from "./Domain/Siwe.ts"
+import { verifySiweSignature } from "./Domain/SiweSignature.ts"
 import { randomHex, SecureRandom } from "./SecureRandom.ts"
 import { bindSql } from "./Sql/Bind.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"

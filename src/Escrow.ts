@@ -39,7 +39,7 @@ import {
 import { decodeLegacyCursor, encodeLegacyCursor, legacyCursorKey } from "./Domain/LegacyCursor.ts"
 import { canonicalSignature } from "./Domain/Signature.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "./Domain/Siwe.ts"
+import { checkSignatureShape } from "./Domain/SiweSignature.ts"
 import { toWireTypedData } from "./Domain/WireTypedData.ts"
 import { makeEscrowChainReads } from "./Escrow/ChainReads.ts"
 import { type CloseIntent, CloseQueue, closeQueueId } from "./Escrow/CloseQueue.ts"

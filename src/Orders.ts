@@ -33,7 +33,7 @@ import {
 import { permitTypedData } from "./Domain/Permit.ts"
 import type { Principal } from "./Domain/Principal.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "./Domain/Siwe.ts"
+import { checkSignatureShape } from "./Domain/SiweSignature.ts"
 import { toWireTypedData } from "./Domain/WireTypedData.ts"
 import { OrderFunding } from "./Orders/Funding.ts"
 import { checkQuoteSet, type QuoteSetInput } from "./Orders/QuoteSetCheck.ts"

@@ -16,7 +16,7 @@ import { Forbidden, NotFound, SignatureInvalid, StateConflict } from "./Domain/E
 import type { DeferredCaller, Principal } from "./Domain/Principal.ts"
 import { quoteIdentityRegistrationTypedData } from "./Domain/QuoteIdentityRegistration.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "./Domain/Siwe.ts"
+import { checkSignatureShape } from "./Domain/SiweSignature.ts"
 import { QuoteIdentityLease } from "./QuoteIdentities/Lease.ts"
 import { identityExists, runRenewal } from "./QuoteIdentities/Renewal.ts"
 import {

@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { SECP256K1_N } from "./Domain/Signature.ts"
 
 /**
  * Start-up checks of the environment whose failures must read as one line naming the setting and the
@@ -76,10 +77,7 @@ export const parseJsonText = (file: string): Either.Either<unknown, string> => {
   return Either.left(`line ${line}, column ${column}: ${whatWentWrong(message)}`)
 }
 
-/** The secp256k1 group order: a private key is an integer in [1, n - 1]. */
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
-
-/** Why a string is not a usable private key (0x and 64 hex digits, within the curve's order), or undefined. */
+/** Why a string is not a usable private key (0x and 64 hex digits, an integer in [1, n - 1]), or undefined. */
 export const privateKeyProblem = (key: string): string | undefined => {
   if (!/^0x[0-9a-fA-F]{64}$/.test(key)) return "must be a 0x-prefixed 32-byte hex private key (0x and 64 hex digits)"
   const k = BigInt(key)

@@ -2,7 +2,8 @@ import { Effect, Either } from "effect"
 import type { Hex } from "viem"
 import { ChainUnavailable, SignatureInvalid, SignatureMalformed, type SignatureMalleable } from "./Errors.ts"
 import { canonicalSignature } from "./Signature.ts"
-import { checkSignatureShape, type SiweChainUnavailable, type SiweError } from "./Siwe.ts"
+import { checkSignatureShape } from "./SiweSignature.ts"
+import type { SiweChainUnavailable, SiweError } from "./SiweVerdicts.ts"
 
 /**
  * The boundary for sign-in checks: each verdict is already an error of the catalogue and passes as

@@ -1,7 +1,7 @@
 /**
  * Sign-In With Ethereum (EIP-4361) core: build the message we issue, parse what comes back strictly,
- * check every field ourselves, and verify the EIP-191 signature (locally for EOAs, on chain for
- * ERC-1271 / ERC-6492 smart wallets).
+ * check every field ourselves, and verify the EIP-191 signature (SiweSignature.ts: locally for EOAs, on chain
+ * for ERC-1271 / ERC-6492 smart wallets). Its verdicts: SiweVerdicts.ts.
  *
  * Pure: no clock, no randomness. Time comes in as `nowMs`; the only I/O is the optional chain call,
  * made through the viem client the caller passes.
@@ -17,27 +17,11 @@
  *   so we watch the transport and report `SiweChainUnavailable` instead of a false "invalid".
  */
 import { ParsedMessage } from "@spruceid/siwe-parser"
-import { Data, Duration, Effect, Either } from "effect"
-import {
-  type Client,
-  createClient,
-  custom,
-  getAddress,
-  type Hex,
-  hashMessage,
-  isAddress,
-  isAddressEqual,
-  type PublicClient,
-  recoverAddress,
-} from "viem"
-import { verifyMessage } from "viem/actions"
+import { Effect, Either } from "effect"
+import { getAddress, isAddress, type PublicClient } from "viem"
 import {
   ChallengeExpired,
   ChallengeNotYetValid,
-  classOf,
-  SignatureInvalid,
-  SignatureMalformed,
-  SignatureMalleable,
   SiweAddressMismatch,
   SiweChainMismatch,
   SiweDomainMismatch,
@@ -45,49 +29,13 @@ import {
   SiweNonceMismatch,
   SiweUriMismatch,
 } from "./Errors.ts"
-
-/** The verdicts about a message or signature: errors of the catalogue (their messages never contain signature bytes). */
-const SIWE_VERDICTS = [
-  SiweMalformed,
-  SiweDomainMismatch,
-  SiweUriMismatch,
-  SiweChainMismatch,
-  SiweAddressMismatch,
-  SiweNonceMismatch,
-  ChallengeExpired,
-  ChallengeNotYetValid,
-  SignatureMalformed,
-  SignatureMalleable,
-  SignatureInvalid,
-] as const
-
-/** A verdict about the message or signature. */
-export type SiweError = InstanceType<(typeof SIWE_VERDICTS)[number]>
-
-/** The wire code of a verdict. */
-export type SiweErrorCode = (typeof SIWE_VERDICTS)[number]["code"]
-
-/** The wire code of a verdict (from the catalogue). */
-export const verdictCode = (e: SiweError): SiweErrorCode => classOf(e).code as SiweErrorCode
-
-/** The auth chain could not answer (transport failure, node error, timeout). Never means "valid". */
-export class SiweChainUnavailable extends Data.TaggedError("SiweChainUnavailable")<{
-  readonly message: string
-  readonly cause?: unknown
-}> {}
+import { checkSignatureShape, verifySiweSignature } from "./SiweSignature.ts"
+import type { SiweChainUnavailable, SiweError } from "./SiweVerdicts.ts"
 
 /** Longest message we hand to the ABNF parser. Its cost grows with length (about 45 ms at 8 KiB). */
 export const SIWE_MAX_MESSAGE_LENGTH = 4096
-/** Longest contract (ERC-1271 / ERC-6492) signature we forward to the chain, in bytes. */
-export const SIWE_MAX_CONTRACT_SIGNATURE_BYTES = 8192
 /** Default tolerance for an Issued At slightly ahead of our clock. */
 export const SIWE_DEFAULT_SKEW_MS = 60_000
-/** Upper bound on one on-chain verification, on top of the transport's own timeout and retries. */
-export const SIWE_CHAIN_TIMEOUT = Duration.seconds(10)
-
-/** secp256k1 group order and its half (EIP-2). */
-export const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
-export const SECP256K1_HALF_N = SECP256K1_N >> 1n
 
 const fail = (error: SiweError) => Either.left(error)
 
@@ -322,182 +270,6 @@ export const checkSiwe = (parsed: ParsedSiwe, expect: SiweExpectations): Either.
   }
   return Either.void
 }
-
-// ---------------------------------------------------------------------------------------------
-// Signature shape
-// ---------------------------------------------------------------------------------------------
-
-const HEX = /^0x(?:[0-9a-fA-F]{2})+$/
-
-/** The 65-byte ECDSA signature split into its parts, v normalised to a y-parity. */
-export interface EcdsaParts {
-  readonly r: bigint
-  readonly s: bigint
-  readonly yParity: 0 | 1
-}
-
-/** Splits a 65-byte r||s||v signature, refusing a v outside {0,1,27,28}, r or s outside [1, n), and high s. */
-const ecdsaParts = (signature: string): Either.Either<EcdsaParts, SiweError> => {
-  const r = BigInt(`0x${signature.slice(2, 66)}`)
-  const s = BigInt(`0x${signature.slice(66, 130)}`)
-  const v = Number.parseInt(signature.slice(130, 132), 16)
-  if (v !== 0 && v !== 1 && v !== 27 && v !== 28)
-    return fail(new SignatureMalformed({ message: `signature recovery byte v=${v} is not 0, 1, 27 or 28` }))
-  if (r === 0n || r >= SECP256K1_N || s === 0n || s >= SECP256K1_N)
-    return fail(new SignatureMalformed({ message: "signature r or s is outside [1, n)" }))
-  if (s > SECP256K1_HALF_N)
-    return fail(new SignatureMalleable({ message: "signature s is in the upper half of the curve order (EIP-2)" }))
-  return Either.right({ r, s, yParity: v === 0 || v === 27 ? 0 : 1 })
-}
-
-/**
- * 65-byte r||s||v: v in {0,1,27,28} and r, s in [1, n), else SIGNATURE_MALFORMED; s low (EIP-2,
- * s <= n/2), else SIGNATURE_MALLEABLE. Longer hex (an ERC-1271 signature, or an ERC-6492 wrapped
- * one) up to `SIWE_MAX_CONTRACT_SIGNATURE_BYTES` bytes is "contract". Anything else (not
- * 0x-prefixed even-length hex, shorter than 65 bytes, 64-byte EIP-2098 compact, too long) is
- * SIGNATURE_MALFORMED.
- */
-export const checkSignatureShape = (signature: string): Either.Either<"eoa" | "contract", SiweError> => {
-  if (typeof signature !== "string" || !HEX.test(signature))
-    return fail(new SignatureMalformed({ message: "signature is not 0x-prefixed hex of whole bytes" }))
-  const bytes = (signature.length - 2) / 2
-  if (bytes === 65) return Either.map(ecdsaParts(signature), () => "eoa" as const)
-  if (bytes > 65 && bytes <= SIWE_MAX_CONTRACT_SIGNATURE_BYTES) return Either.right("contract")
-  return fail(
-    new SignatureMalformed({
-      message: `signature is ${bytes} bytes; expected 65 (r||s||v) or a contract signature of 66 to ${SIWE_MAX_CONTRACT_SIGNATURE_BYTES}`,
-    }),
-  )
-}
-
-// ---------------------------------------------------------------------------------------------
-// Signature verification
-// ---------------------------------------------------------------------------------------------
-
-const recoversTo = (message: string, parts: EcdsaParts, address: Hex): Effect.Effect<boolean> =>
-  Effect.tryPromise(() =>
-    recoverAddress({
-      hash: hashMessage(message),
-      signature: {
-        r: `0x${parts.r.toString(16).padStart(64, "0")}`,
-        s: `0x${parts.s.toString(16).padStart(64, "0")}`,
-        yParity: parts.yParity,
-      },
-    }),
-  ).pipe(
-    Effect.map((recovered) => isAddressEqual(recovered, address)),
-    // An r that is not an x-coordinate on the curve recovers nothing: not this address.
-    Effect.orElseSucceed(() => false),
-  )
-
-/** Node answers that mean "the contract call reverted", i.e. the signature is not valid. */
-const REVERT_DETAILS = /execution reverted|gas required exceeds allowance|out of gas|invalid opcode/i
-
-const isExecutionRevert = (error: unknown): boolean => {
-  let current: unknown = error
-  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
-    const e = current as { code?: unknown; details?: unknown; cause?: unknown }
-    if (e.code === 3) return true
-    if (typeof e.details === "string" && REVERT_DETAILS.test(e.details)) return true
-    current = e.cause
-  }
-  return false
-}
-
-/**
- * A client that forwards every request to `client` and records the failures that are not a
- * contract revert. viem's `verifyMessage` turns any `eth_call` failure, a dead RPC included, into
- * `false`; the record tells "invalid" from "could not ask".
- */
-const watchedClient = (client: PublicClient): { readonly client: Client; readonly failures: Array<unknown> } => {
-  const failures: Array<unknown> = []
-  const watched = createClient({
-    chain: client.chain,
-    ccipRead: false,
-    transport: custom(
-      {
-        request: async (args: { method: string; params?: unknown }) => {
-          try {
-            return await client.request(args as Parameters<PublicClient["request"]>[0])
-          } catch (error) {
-            if (!isExecutionRevert(error)) failures.push(error)
-            throw error
-          }
-        },
-      },
-      // The underlying client's transport already retries as configured.
-      { retryCount: 0 },
-    ),
-  })
-  return { client: watched, failures }
-}
-
-const chainUnavailable = (cause: unknown) =>
-  new SiweChainUnavailable({
-    message: `auth chain could not verify the signature (${cause instanceof Error ? cause.name : "unknown error"})`,
-    cause,
-  })
-
-/**
- * Verifies `signature` over `message` (EIP-191 personal_sign) by `address`.
- * The shape is checked first (`checkSignatureShape`: malformed / malleable fail here, before any
- * RPC). EOA: a 65-byte signature that recovers to `address` is accepted locally, no RPC. Otherwise
- * (a contract signature, or 65 bytes that recover to someone else, e.g. an ERC-1271 wallet's owner),
- * when a viem PublicClient for the configured auth chain is given, the chain decides through viem's
- * `verifyMessage` action (ERC-1271 deployed wallets, ERC-6492 counterfactual ones). An RPC failure
- * or a timeout (`SIWE_CHAIN_TIMEOUT`) is SiweChainUnavailable, never "valid" and never
- * SIGNATURE_INVALID. A `false` from the chain (including a reverted validation call), or no client to
- * ask, is SIGNATURE_INVALID. An `address` that is not 20-byte hex is SIWE_ADDRESS_MISMATCH.
- */
-export const verifySiweSignature = (p: {
-  message: string
-  signature: `0x${string}`
-  address: `0x${string}`
-  client?: PublicClient | undefined
-}): Effect.Effect<void, SiweError | SiweChainUnavailable> =>
-  Effect.gen(function* () {
-    if (!isAddress(p.address, { strict: false }))
-      return yield* new SiweAddressMismatch({
-        message: "address is not a 20-byte hex address",
-      })
-    const shape = yield* checkSignatureShape(p.signature)
-    if (shape === "eoa") {
-      const parts = yield* ecdsaParts(p.signature)
-      if (yield* recoversTo(p.message, parts, p.address)) return
-    }
-    const client = p.client
-    if (client === undefined)
-      return yield* new SignatureInvalid({
-        message:
-          shape === "eoa"
-            ? "signature was not made by the address"
-            : "contract signature cannot be checked without an auth chain client",
-      })
-
-    const watched = watchedClient(client)
-    const valid = yield* Effect.tryPromise({
-      try: () =>
-        verifyMessage(watched.client, {
-          address: p.address,
-          message: p.message,
-          signature: p.signature,
-        }),
-      catch: chainUnavailable,
-    }).pipe(
-      Effect.timeoutFail({
-        duration: SIWE_CHAIN_TIMEOUT,
-        onTimeout: () =>
-          new SiweChainUnavailable({
-            message: `auth chain did not answer within ${Duration.format(SIWE_CHAIN_TIMEOUT)}`,
-          }),
-      }),
-    )
-    if (valid) return
-    if (watched.failures.length > 0) return yield* chainUnavailable(watched.failures[0])
-    return yield* new SignatureInvalid({
-      message: "the auth chain rejected the signature",
-    })
-  })
 
 /**
  * Convenience: `parseSiwe`, `checkSiwe`, `checkSignatureShape`, `verifySiweSignature`, in that

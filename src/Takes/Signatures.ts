@@ -3,7 +3,7 @@ import { type Address, type Hex, verifyTypedData } from "viem"
 import { SignatureMalformed } from "../Domain/Errors.ts"
 import { canonicalSignature } from "../Domain/Signature.ts"
 import { shapeFailure } from "../Domain/SignatureFailure.ts"
-import { checkSignatureShape } from "../Domain/Siwe.ts"
+import { checkSignatureShape } from "../Domain/SiweSignature.ts"
 import type { TakeSignItem } from "./View.ts"
 
 /** A 65-byte low-s signature in canonical form (v 27/28), or the shape error as the API answers it. */

@@ -16,13 +16,9 @@ import {
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
-import {
-  buildSiweMessage,
-  checkSignatureShape,
-  verdictCode,
-  verifySiwe,
-  verifySiweSignature,
-} from "../../src/Domain/Siwe.ts"
+import { buildSiweMessage, verifySiwe } from "../../src/Domain/Siwe.ts"
+import { checkSignatureShape, verifySiweSignature } from "../../src/Domain/SiweSignature.ts"
+import { verdictCode } from "../../src/Domain/SiweVerdicts.ts"
 import { freePort } from "../../src/FreePort.ts"
 import {
   ANVIL_DEPLOYER_KEY,

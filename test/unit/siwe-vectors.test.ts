@@ -38,18 +38,9 @@ import { Effect, Either } from "effect"
 import fc from "fast-check"
 import { createPublicClient, getAddress, http } from "viem"
 import { mainnet } from "viem/chains"
-import {
-  buildSiweMessage,
-  checkSignatureShape,
-  checkSiwe,
-  type ParsedSiwe,
-  parseSiwe,
-  type SiweError,
-  type SiweErrorCode,
-  verdictCode,
-  verifySiwe,
-  verifySiweSignature,
-} from "../../src/Domain/Siwe.ts"
+import { buildSiweMessage, checkSiwe, type ParsedSiwe, parseSiwe, verifySiwe } from "../../src/Domain/Siwe.ts"
+import { checkSignatureShape, verifySiweSignature } from "../../src/Domain/SiweSignature.ts"
+import { type SiweError, type SiweErrorCode, verdictCode } from "../../src/Domain/SiweVerdicts.ts"
 
 type Fields = Record<string, unknown>
 const load = <T>(name: string): T =>

@@ -3,23 +3,26 @@ import { Effect, Either, Fiber, TestClock } from "effect"
 import fc from "fast-check"
 import { createPublicClient, custom, type Hex, type PublicClient, recoverMessageAddress } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
+import { SECP256K1_HALF_N, SECP256K1_N } from "../../src/Domain/Signature.ts"
 import {
   buildSiweMessage,
-  checkSignatureShape,
   checkSiwe,
   parseSiwe,
-  SECP256K1_HALF_N,
-  SECP256K1_N,
-  SIWE_MAX_CONTRACT_SIGNATURE_BYTES,
   SIWE_MAX_MESSAGE_LENGTH,
+  type SiweExpectations,
+  verifySiwe,
+} from "../../src/Domain/Siwe.ts"
+import {
+  checkSignatureShape,
+  SIWE_MAX_CONTRACT_SIGNATURE_BYTES,
+  verifySiweSignature,
+} from "../../src/Domain/SiweSignature.ts"
+import {
   type SiweChainUnavailable,
   type SiweError,
   type SiweErrorCode,
-  type SiweExpectations,
   verdictCode,
-  verifySiwe,
-  verifySiweSignature,
-} from "../../src/Domain/Siwe.ts"
+} from "../../src/Domain/SiweVerdicts.ts"
 
 // anvil's well-known development keys: deterministic, never funded anywhere that matters.
 const alice = privateKeyToAccount("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80")
