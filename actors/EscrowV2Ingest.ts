@@ -1,11 +1,11 @@
 import { Clock, Duration, Effect } from "effect"
 import type { Address, Hex, PublicClient } from "viem"
-import { decodeV2Logs, type IndexedEventV2, paymentClaimedEvent, revealsOf } from "../src/Chain/EscrowIndexV2.ts"
+import { decodeV2Logs, type IndexedEventV2, paymentClaimedEvent, revealsOf } from "../src/Chain/EscrowLogsV2.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import type { VenueConfig } from "../src/Config.ts"
 import { ingestV2Page, initV2Cursor, TOUCHED_TABLES_V2 } from "../src/Escrow/ChainIndexV2.ts"
 import { recordSeenReveals } from "../src/Escrow/SeenReveals.ts"
-import { escrowIndexedNotification, notifyEscrowIndexed } from "../src/Settlement/Repo.ts"
+import { escrowIndexedNotification, notifyEscrowIndexed } from "../src/Settlement/IndexedWake.ts"
 import { makeBulkStatistics } from "../src/Sql/BulkStatistics.ts"
 
 /** Spent ingesting v2 pages per poll (the next poll continues). */

@@ -19,7 +19,7 @@ import {
 } from "../src/Orders/Repo.ts"
 import { parseRelayerOutcome, RELAYER_OUTCOME_CHANNEL, UNENDED_TRANSITIONS } from "../src/Relayer/Transitions.ts"
 import { Relayer } from "../src/Relayer.ts"
-import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "../src/Settlement/Repo.ts"
+import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "../src/Settlement/IndexedWake.ts"
 import { again, idle, keyedAdoption, keyedDriver, keyedEntityOptions } from "./Keyed.ts"
 
 /** Cadence of a pending order (the singleton's sweep interval). */

@@ -44,20 +44,18 @@ import {
 import { Relayer } from "../src/Relayer.ts"
 import { Settlement } from "../src/Settlement/Entity.ts"
 import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"
+import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed, takesOfOpenFills } from "../src/Settlement/IndexedWake.ts"
 import {
   advanceFill,
-  ESCROW_INDEXED_CHANNEL,
   finishFill,
   keysOf,
   outcomesOfFills,
-  parseEscrowIndexed,
   recordCall,
   rollUpTake,
   type SettlingFill,
   settlementPendingTakes,
   settlingFills,
   takeOfFill,
-  takesOfOpenFills,
 } from "../src/Settlement/Repo.ts"
 import { takeAndFillsToSettle } from "../src/Settlement/RepoV2.ts"
 import { expireUnsignedTakes } from "../src/Takes/Repo.ts"

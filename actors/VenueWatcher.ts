@@ -21,7 +21,7 @@ import {
   recordIntegrityCheck,
 } from "../src/Escrow/ChainStatus.ts"
 import { bump, watcherFaults, watcherReorgs } from "../src/Observability/Metrics.ts"
-import { escrowIndexedNotification } from "../src/Settlement/Repo.ts"
+import { escrowIndexedNotification } from "../src/Settlement/IndexedWake.ts"
 import { makeBulkStatistics } from "../src/Sql/BulkStatistics.ts"
 import { makeEscrowV2Ingest } from "./EscrowV2Ingest.ts"
 import {

@@ -16,7 +16,7 @@ import { wakeIfClustered } from "./Cluster/KeyedWakes.ts"
 import { AppConfig } from "./Config.ts"
 import { Settlement as SettlementEntity } from "./Settlement/Entity.ts"
 import { identityFades } from "./Settlement/FadeRecord.ts"
-import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "./Settlement/Repo.ts"
+import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed } from "./Settlement/IndexedWake.ts"
 import { takerUnpaidLocks } from "./Settlement/RepoV2.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
 

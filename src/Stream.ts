@@ -17,7 +17,8 @@ import { SqlTest } from "./Sql/TestDatabase.ts"
 import { type Admission, type Slot, StreamConnections, type StreamShares } from "./Stream/Connections.ts"
 import { JournalTail } from "./Stream/JournalTail.ts"
 import { STREAM_LIMITS } from "./Stream/StreamProtocol.ts"
-import { refuseSession, type SessionEnv, streamSession } from "./Stream/StreamSession.ts"
+import { type SessionEnv, streamSession } from "./Stream/StreamSession.ts"
+import { refuseSession } from "./Stream/StreamSocket.ts"
 
 /** The ping interval (spec-free liveness check); tests shorten it. */
 export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("StreamHeartbeat", {

@@ -5,11 +5,11 @@ import {
   applyEventsV2,
   balanceOwnersOf,
   emptyStateV2,
-  type IndexedEventV2,
   type IndexStateV2,
   touchedKeysV2,
 } from "../Chain/EscrowIndexV2.ts"
 import { jsonSafeText } from "../Chain/EscrowLogs.ts"
+import type { IndexedEventV2 } from "../Chain/EscrowLogsV2.ts"
 import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
 import type { RawLock, RawOrder, RawPayment } from "./ChainIndexRowsV2.ts"

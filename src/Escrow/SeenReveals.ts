@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import type { SeenReveal } from "../Chain/EscrowIndexV2.ts"
+import type { SeenReveal } from "../Chain/EscrowLogsV2.ts"
 
 /**
  * Makers' reveals seen before their block is final (migration 0035; actors/EscrowV2Ingest.ts scans them): the

@@ -14,7 +14,11 @@ import {
   initChainStatus,
   requestIntegrityCheck,
 } from "../../src/Escrow/ChainStatus.ts"
-import { ESCROW_INDEXED_CHANNEL, escrowIndexedNotification, notifyEscrowIndexed } from "../../src/Settlement/Repo.ts"
+import {
+  ESCROW_INDEXED_CHANNEL,
+  escrowIndexedNotification,
+  notifyEscrowIndexed,
+} from "../../src/Settlement/IndexedWake.ts"
 import { account, closeOrders, fundOrders, mine, orderIdOf, venueEntry } from "../support/ChainDevnet.ts"
 import { faultControl, faultyTransport } from "../support/ChainFaults.ts"
 import { addr, ESCROW, fill, id, LEGACY, logOf, resetLogIndex } from "../support/ChainLogs.ts"

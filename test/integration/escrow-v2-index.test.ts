@@ -18,7 +18,7 @@ import { makeVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
 import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients, type ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
-import { decodeV2Logs } from "../../src/Chain/EscrowIndexV2.ts"
+import { decodeV2Logs } from "../../src/Chain/EscrowLogsV2.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
 import {

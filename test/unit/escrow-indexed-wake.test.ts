@@ -1,13 +1,13 @@
 /**
- * Which takes an index page wakes (src/Settlement/Repo.ts ESCROW_INDEXED_CHANNEL, actors/EscrowV2Ingest.ts): a v2
+ * Which takes an index page wakes (src/Settlement/IndexedWake.ts, actors/EscrowV2Ingest.ts): a v2
  * page whose every event names a Fill digest names those fills, so only their takes get a pass; any other page (an
  * order event in it, a v1 page, too many fills for one NOTIFY) names the venue alone, which wakes every take with a
  * fill open there, as before. Order funding always reads the venue.
  */
 import { describe, expect, it } from "vitest"
 import { fillsNamed } from "../../actors/EscrowV2Ingest.ts"
-import type { IndexedEventV2 } from "../../src/Chain/EscrowIndexV2.ts"
-import { escrowIndexedPayload, parseEscrowIndexed } from "../../src/Settlement/Repo.ts"
+import type { IndexedEventV2 } from "../../src/Chain/EscrowLogsV2.ts"
+import { escrowIndexedPayload, parseEscrowIndexed } from "../../src/Settlement/IndexedWake.ts"
 
 const digest = (byte: string) => `0x${byte.repeat(32)}`
 const event = (eventName: string, args: Record<string, unknown>) => ({ decoded: { eventName, args } }) as IndexedEventV2
