@@ -38,6 +38,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Duration, Effect } from "effect"
 import { databaseLayer } from "../../src/Sql/Database.ts"
+import { stopService } from "../support/ChainProcess.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { killNow, type MakerProcess, mineForever, startV2Service, v2Stack } from "../support/SettleV2Stack.ts"
 import { costMeter, type PerUnit, printSweep } from "./Cost.ts"
@@ -116,7 +117,9 @@ const program = Effect.gen(function* () {
   yield* Effect.addFinalizer(() =>
     Effect.all([
       procs.maker ? killNow(procs.maker) : Effect.void,
-      procs.service ? killNow(procs.service) : Effect.void,
+      // Stopped as an operator would (SIGTERM, SIGKILL after 10 s): a service run with SERVICE_NODE_ARGS="--cpu-prof"
+      // writes its profile as it exits.
+      procs.service ? stopService(procs.service) : Effect.void,
     ]),
   )
   if (!INTERVAL) yield* Effect.forkScoped(mineForever(s))

@@ -15,7 +15,10 @@ export interface CrashableService {
 }
 
 export const spawnService = (env: Record<string, string>): CrashableService => {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  // SERVICE_NODE_ARGS: node options for the service alone (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: its CPU profile,
+  // written when it stops by SIGTERM; node refuses --cpu-prof in NODE_OPTIONS).
+  const nodeArgs = process.env.SERVICE_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts"], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   })
