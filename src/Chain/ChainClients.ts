@@ -1,9 +1,13 @@
 import { Context, Effect, Layer } from "effect"
 import { createPublicClient, fallback, http, type PublicClient, type Transport } from "viem"
 import { AppConfig, siweSettings, type VenueConfig } from "../Config.ts"
+import { rpcFetch } from "./RpcFetch.ts"
+
+/** Every service transport calls the node through rpcFetch (its body cap replaces viem's, which is off). */
+const rpcHttp = { fetchFn: rpcFetch, maxResponseBodySize: false } as const
 
 const transportFor = (urls: ReadonlyArray<string>) =>
-  fallback(urls.map((url) => http(url, { timeout: 10_000, retryCount: 1 })))
+  fallback(urls.map((url) => http(url, { timeout: 10_000, retryCount: 1, ...rpcHttp })))
 
 /**
  * The transport of the watcher's and relayer's clients. No viem retries: those loops classify
@@ -14,7 +18,9 @@ export type ChainTransportFactory = (venue: VenueConfig) => Transport
 
 export const defaultChainTransport: ChainTransportFactory = (venue) =>
   fallback(
-    venue.rpc_urls.map((url) => http(url, { timeout: 8_000, retryCount: 0, batch: { batchSize: 200, wait: 0 } })),
+    venue.rpc_urls.map((url) =>
+      http(url, { timeout: 8_000, retryCount: 0, batch: { batchSize: 200, wait: 0 }, ...rpcHttp }),
+    ),
     { retryCount: 0 },
   )
 
