@@ -4,6 +4,7 @@ import type { CallOutcome, FillState, OutcomeStatus, SettlementCall } from "../D
 import { KEY_COLUMN } from "../Domain/SettlementStep.ts"
 import { bump, fillStepSeconds, fillTransitions, labels } from "../Observability/Metrics.ts"
 import { appendJournalRows, type JournalEntry, journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
+import { joinTransaction } from "../Sql/Transaction.ts"
 
 /**
  * The settlement entity's rows (actors/Settlement.ts, one entity per take; states in migrations/0011_takes.ts).
@@ -310,20 +311,18 @@ export const recordCall = (
 /** A nonfinal step reached (locked, paid, claimed), from the index. */
 export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql
-      .withTransaction(
-        Effect.gen(function* () {
-          const rows = yield* sql`
+    joinTransaction(
+      Effect.gen(function* () {
+        const rows = yield* sql`
           update fills set state = ${state}, updated_at = now(),
             revealed_at = case when ${state === "claimed"} then coalesce(revealed_at, now()) else revealed_at end
           where id = ${f.id} and state = ${f.state} and not final
           returning id`
-          if (rows.length === 0) return false
-          yield* journalFill(f, state, f.error)
-          return true
-        }),
-      )
-      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, f.error) : Effect.void))),
+        if (rows.length === 0) return false
+        yield* journalFill(f, state, f.error)
+        return true
+      }),
+    ).pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, f.error) : Effect.void))),
   )
 
 /**
@@ -340,12 +339,11 @@ export const finishFill = (
   options: { readonly unpaid?: boolean } = {},
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql
-      .withTransaction(
-        Effect.gen(function* () {
-          const settled = state === "settled"
-          const paid = settled && options.unpaid !== true
-          const rows = yield* sql<{ settled_at: Date | null }>`
+    joinTransaction(
+      Effect.gen(function* () {
+        const settled = state === "settled"
+        const paid = settled && options.unpaid !== true
+        const rows = yield* sql<{ settled_at: Date | null }>`
           with ended as (
             update fills set state = ${state}, final = true, updated_at = now(), error = ${error},
               settled_at = case when ${paid} then now() else settled_at end
@@ -357,30 +355,29 @@ export const finishFill = (
             where id = ${f.order_id} and ${settled} and exists (select 1 from ended)
           )
           select settled_at from ended`
-          const row = rows[0]
-          if (row === undefined) return false
-          const trade: Array<JournalEntry> = paid
-            ? [
-                {
-                  kind: "trade.settled",
-                  master: null,
-                  payload: {
-                    id: f.id,
-                    from: f.taker_venue,
-                    to: f.maker_venue,
-                    amount_in: f.amount_in,
-                    amount_out: f.amount_out,
-                    at: (row.settled_at ?? new Date(0)).toISOString(),
-                  },
+        const row = rows[0]
+        if (row === undefined) return false
+        const trade: Array<JournalEntry> = paid
+          ? [
+              {
+                kind: "trade.settled",
+                master: null,
+                payload: {
+                  id: f.id,
+                  from: f.taker_venue,
+                  to: f.maker_venue,
+                  amount_in: f.amount_in,
+                  amount_out: f.amount_out,
+                  at: (row.settled_at ?? new Date(0)).toISOString(),
                 },
-              ]
-            : []
-          yield* appendJournalRows([...fillJournalEntries(f, state, error), ...trade])
-          yield* rollUpTake(f.take_id)
-          return true
-        }),
-      )
-      .pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, error) : Effect.void))),
+              },
+            ]
+          : []
+        yield* appendJournalRows([...fillJournalEntries(f, state, error), ...trade])
+        yield* rollUpTake(f.take_id)
+        return true
+      }),
+    ).pipe(Effect.tap((changed) => (changed ? fillChanged(f, state, error) : Effect.void))),
   )
 
 /** Moves a signed take to settled / partial / failed once none of its fills is nonfinal (in the caller's tx). */
