@@ -2,15 +2,20 @@ import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Queue, Schedule, Stream } from "effect"
 import { supervisedSingleton } from "../src/Cluster/Supervision.ts"
-import { JOURNAL_PENDING_CHANNEL, publishJournalBatch } from "../src/Sql/Journal.ts"
+import { JOURNAL_PENDING_CHANNEL, JournalFeed, publishJournalBatch } from "../src/Sql/Journal.ts"
 
 const BATCH = 500
 /** Fallback poll when a notification is missed (e.g. while the LISTEN connection reconnects). */
 const POLL = Duration.millis(250)
 
-/** Publishes until nothing is left, then waits for a writer's ping or the poll interval. */
+/**
+ * Publishes until nothing is left, then waits for a writer's ping or the poll interval. What it publishes goes to
+ * this process's stream tail too (JournalFeed, when the process has one), committed, so that tail need not read it
+ * back; other runners' tails read it after the announcement.
+ */
 export const runJournalPublisher = Effect.gen(function* () {
   const pg = yield* PgClient.PgClient
+  const feed = yield* Effect.serviceOption(JournalFeed)
   const wake = yield* Queue.sliding<void>(1)
   yield* pg.listen(JOURNAL_PENDING_CHANNEL).pipe(
     Stream.runForEach(() => Queue.offer(wake, undefined)),
@@ -18,6 +23,9 @@ export const runJournalPublisher = Effect.gen(function* () {
     Effect.forkScoped,
   )
   const drain: Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient> = publishJournalBatch(BATCH).pipe(
+    Effect.tap(({ rows }) => {
+      if (feed._tag === "Some") feed.value.offer(rows)
+    }),
     Effect.flatMap(({ published }) => (published === BATCH ? drain : Effect.void)),
   )
   yield* drain.pipe(

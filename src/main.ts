@@ -9,9 +9,12 @@ import { LoggingLive } from "./Observability/Log.ts"
 import { OperatorLive } from "./Observability/OperatorListener.ts"
 import { TracingLive } from "./Observability/Tracing.ts"
 import { DatabaseLive } from "./Sql/Database.ts"
+import { JournalFeed } from "./Sql/Journal.ts"
 
 /** The composition root: the only module that imports actors/. */
 export const MainLive = Layer.mergeAll(HttpLive, ActorsLive, OperatorLive).pipe(
+  // One per process, shared by the journal publisher (actors) and the stream's tail (HTTP).
+  Layer.provide(JournalFeed.Live),
   Layer.provide(ClusterLive),
   Layer.provide(ChainLive),
   Layer.provideMerge(DatabaseLive),

@@ -1,5 +1,5 @@
 import { SqlClient, type Statement } from "@effect/sql"
-import { Effect } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 
 /** Channel a writer pings so the publisher wakes at once instead of at its next poll. */
 export const JOURNAL_PENDING_CHANNEL = "journal_pending"
@@ -76,20 +76,94 @@ export const appendJournal = (entry: JournalEntry, also: ReadonlyArray<Notificat
   appendJournalRows([entry], also)
 
 /**
+ * A published journal row as the stream reads it (src/Stream/JournalReader.ts turns it into the event it sends):
+ * the cursor as text, the payload as text, and the payload's fields the stream filters on.
+ */
+export interface PublishedJournalRow {
+  readonly cursor: string
+  readonly kind: string
+  readonly master: string | null
+  readonly created_at: Date
+  readonly payload: string
+  readonly identity_id: string | null
+  readonly from_venue: string | null
+  readonly to_venue: string | null
+}
+
+/**
  * Gives the committed rows that have no cursor yet the next cursors, in id order, and returns how
- * many it published and the highest cursor. Only rows visible now (committed) can be selected, so a
- * row whose transaction commits later simply receives a later cursor: cursors are gapless,
- * increasing and never reassigned.
+ * many it published, the highest cursor and the rows it published, in cursor order. Only rows visible
+ * now (committed) can be selected, so a row whose transaction commits later simply receives a later
+ * cursor: cursors are gapless, increasing and never reassigned. Called outside a transaction, the
+ * answer arrives once the assignment is committed.
  */
 export const publishJournalBatch = (limit: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    // One round trip (migration 0033): the advisory lock, then the assignment under a snapshot taken once the lock
-    // is held (it must see what the previous holder committed), and the announcement of the highest cursor.
-    sql<{ published: number; last: string | null }>`
-      select published, last from journal_publish(${limit}, ${PUBLISHER_LOCK}, ${JOURNAL_PUBLISHED_CHANNEL})`.pipe(
-      Effect.map(([row]) => ({ published: row?.published ?? 0, last: BigInt(row?.last ?? 0) })),
+    // One round trip (migrations 0033, 0039): the advisory lock, then the assignment under a snapshot taken once the
+    // lock is held (it must see what the previous holder committed), the announcement of the highest cursor, and
+    // the rows it published.
+    sql<{
+      pub_cursor: string
+      pub_kind: string
+      pub_master: string | null
+      pub_created_at: Date
+      pub_payload: string
+      pub_identity_id: string | null
+      pub_from: string | null
+      pub_to: string | null
+    }>`
+      select * from journal_publish_rows(${limit}, ${PUBLISHER_LOCK}, ${JOURNAL_PUBLISHED_CHANNEL})`.pipe(
+      Effect.map((found) => {
+        const rows = found.map(
+          (r): PublishedJournalRow => ({
+            cursor: r.pub_cursor,
+            kind: r.pub_kind,
+            master: r.pub_master,
+            created_at: r.pub_created_at,
+            payload: r.pub_payload,
+            identity_id: r.pub_identity_id,
+            from_venue: r.pub_from,
+            to_venue: r.pub_to,
+          }),
+        )
+        return { published: rows.length, last: BigInt(rows.at(-1)?.cursor ?? 0), rows }
+      }),
     ),
   )
+
+/**
+ * This process's hand-over of what its journal publisher just published to its own stream tail
+ * (src/Stream/JournalTail.ts), which then need not read those rows back after the announcement. Only the rows of
+ * one process's own database pass here: a layer, one per service, never module state (two services in one test
+ * process keep apart). The tail still reads what other runners publish (their announcement), and anything this
+ * hand-over does not continue exactly.
+ */
+export class JournalFeed extends Context.Tag("JournalFeed")<
+  JournalFeed,
+  {
+    /** Hands published rows (contiguous, in cursor order, committed) to every listener, synchronously. */
+    readonly offer: (rows: ReadonlyArray<PublishedJournalRow>) => void
+    /** Adds a listener until the scope closes. */
+    readonly listen: (
+      listener: (rows: ReadonlyArray<PublishedJournalRow>) => void,
+    ) => Effect.Effect<void, never, Scope.Scope>
+  }
+>() {
+  static readonly Live = Layer.sync(JournalFeed, () => {
+    const listeners = new Set<(rows: ReadonlyArray<PublishedJournalRow>) => void>()
+    return {
+      offer: (rows) => {
+        if (rows.length === 0) return
+        for (const listener of listeners) listener(rows)
+      },
+      listen: (listener) =>
+        Effect.acquireRelease(
+          Effect.sync(() => listeners.add(listener)),
+          () => Effect.sync(() => listeners.delete(listener)),
+        ).pipe(Effect.asVoid),
+    }
+  })
+}
 
 export const journalStats = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql<{ unpublished: string; oldest: string | null }>`

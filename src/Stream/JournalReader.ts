@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { PublishedJournalRow } from "../Sql/Journal.ts"
 
 /**
  * Reads of the published journal (rows with a cursor) for the stream and for snapshot cursors.
@@ -22,18 +23,8 @@ export interface JournalEvent {
   readonly json: string
 }
 
-interface Row {
-  readonly cursor: string
-  readonly kind: string
-  readonly master: string | null
-  readonly created_at: Date
-  readonly payload: string
-  readonly identity_id: string | null
-  readonly from_venue: string | null
-  readonly to_venue: string | null
-}
-
-const toEvent = (row: Row): JournalEvent => ({
+/** A published row as the event the stream sends (a read below, or the publisher's own hand-over). */
+export const toEvent = (row: PublishedJournalRow): JournalEvent => ({
   cursor: BigInt(row.cursor),
   kind: row.kind,
   master: row.master,
@@ -49,7 +40,7 @@ const toEvent = (row: Row): JournalEvent => ({
  */
 export const readJournalAfter = (after: bigint, limit: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<Row>`
+    sql<PublishedJournalRow>`
       select j.cursor::text as cursor, j.kind, j.master, j.created_at, j.payload::text as payload,
              j.payload->>'identity_id' as identity_id, j.payload->>'from' as from_venue,
              j.payload->>'to' as to_venue

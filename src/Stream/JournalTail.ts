@@ -1,14 +1,22 @@
 import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Deferred, type Duration, Effect, Exit, FiberId, Layer, Queue, Schedule, Stream } from "effect"
-import { JOURNAL_PUBLISHED_CHANNEL } from "../Sql/Journal.ts"
+import { JOURNAL_PUBLISHED_CHANNEL, JournalFeed } from "../Sql/Journal.ts"
 import { StreamConnections } from "./Connections.ts"
-import { type JournalEvent, journalHead, readJournalAfter } from "./JournalReader.ts"
+import { type JournalEvent, journalHead, readJournalAfter, toEvent } from "./JournalReader.ts"
+import { JournalWindow } from "./JournalWindow.ts"
 
 /** Rows read per query while catching up. */
 const READ_BATCH = 500
 /** Fallback poll when a notification is missed (e.g. while the LISTEN connection reconnects). */
 const POLL = "500 millis"
+/**
+ * How long an announcement waits for this process's publisher to hand its rows over before they are read: the
+ * announcement and the publisher's answer leave PostgreSQL together and either may be handled first. Only while
+ * the publisher runs here (it handed rows over within HANDOVER_RECENT_MS); elsewhere the rows are read at once.
+ */
+const HANDOVER_WAIT = "25 millis"
+const HANDOVER_RECENT_MS = 5_000
 /** How much of the journal's recent past the shared window keeps (rows, and bytes of encoded events). */
 export class JournalTailWindow extends Context.Reference<JournalTailWindow>()("JournalTailWindow", {
   defaultValue: () => ({ rows: 4096, bytes: 16 * 1024 * 1024 }),
@@ -17,6 +25,8 @@ export class JournalTailWindow extends Context.Reference<JournalTailWindow>()("J
 export interface JournalTailService {
   /** The highest cursor this process has read from the journal. */
   readonly last: Effect.Effect<bigint>
+  /** Non-empty batches so far: read by a query, and handed over by this process's publisher (JournalFeed). */
+  readonly batches: Effect.Effect<{ readonly read: number; readonly handed: number }>
   /**
    * Up to `limit` published rows with a cursor above `after`, in cursor order, read from the journal:
    * from the shared window of recent rows when it holds them, else by a query of its own (a client
@@ -53,42 +63,23 @@ export interface Follower {
  * of the most recent rows. Subscribers that are caught up take their pages from that window (rows
  * read from the journal by cursor, exactly as a query would return them), so a publication costs one
  * query per process instead of one per subscriber; subscribers further behind query the journal
- * themselves. The window is always a contiguous run of cursors. Caught-up subscribers may follow the
- * tail: each batch is then handed to them as it is read (a broadcast, no wake-up per subscriber).
+ * themselves. The window is always a contiguous run of cursors (src/Stream/JournalWindow.ts). Caught-up
+ * subscribers may follow the tail: each batch is then handed to them as it is read (a broadcast, no wake-up per
+ * subscriber). In the runner that hosts the journal publisher, the publisher hands what it publishes straight to
+ * the tail (JournalFeed), so there no query follows an announcement.
  */
 export class JournalTail extends Context.Tag("JournalTail")<JournalTail, JournalTailService>() {
   static readonly Live = Layer.scoped(
     JournalTail,
     Effect.gen(function* () {
       const pg = yield* PgClient.PgClient
-      const { rows: WINDOW_ROWS, bytes: WINDOW_BYTES } = yield* JournalTailWindow
-      let window: Array<JournalEvent> = []
-      let windowBytes = 0
-      let last = yield* journalHead.pipe(Effect.orDie)
+      const limits = yield* JournalTailWindow
       let advanced = Deferred.unsafeMake<void>(FiberId.none)
       const followers = new Set<Follower>()
-
-      const append = (rows: ReadonlyArray<JournalEvent>) => {
-        const first = rows[0]
-        if (first === undefined) return
-        // Rows were pruned while this reader was behind: restart the window at what exists.
-        if (first.cursor !== last + 1n) {
-          window = []
-          windowBytes = 0
-        }
-        for (const row of rows) {
-          window.push(row)
-          windowBytes += row.json.length
-        }
-        if (window.length > WINDOW_ROWS * 1.25 || windowBytes > WINDOW_BYTES) {
-          let drop = Math.max(0, window.length - WINDOW_ROWS)
-          let bytes = windowBytes
-          for (let i = 0; i < drop; i++) bytes -= window[i]!.json.length
-          while (bytes > WINDOW_BYTES / 2 && drop < window.length - 1) bytes -= window[drop++]!.json.length
-          window = window.slice(drop)
-          windowBytes = bytes
-        }
-        last = rows[rows.length - 1]!.cursor
+      /** Batches taken from the journal by a query, and from this process's publisher (JournalFeed). */
+      const batches = { read: 0, handed: 0 }
+      // Each run of new rows goes to the followers, then wakes whoever awaits a row beyond the last.
+      const window = new JournalWindow(yield* journalHead.pipe(Effect.orDie), limits, (rows) => {
         for (const follower of followers) {
           let keep = false
           try {
@@ -101,10 +92,31 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
         const done = advanced
         advanced = Deferred.unsafeMake<void>(FiberId.none)
         Deferred.unsafeDone(done, Exit.void)
+      })
+      const append = (rows: ReadonlyArray<JournalEvent>) => {
+        if (rows.length > 0) batches.read++
+        window.read(rows)
       }
 
+      // This process's publisher hands over what it published, so no read follows its announcement when the rows
+      // continue the window; anything else is left to the reads.
+      const clock = yield* Effect.clock
+      let handedAt = Number.NEGATIVE_INFINITY
+      const feed = yield* Effect.serviceOption(JournalFeed)
+      if (feed._tag === "Some") {
+        yield* feed.value.listen((published) => {
+          handedAt = clock.unsafeCurrentTimeMillis()
+          if (window.handed(published.map(toEvent))) batches.handed++
+        })
+      }
+      /** Until the window reaches `cursor`. */
+      const reach = (cursor: bigint): Effect.Effect<void> =>
+        Effect.suspend(() =>
+          window.last >= cursor ? Effect.void : Deferred.await(advanced).pipe(Effect.zipRight(reach(cursor))),
+        )
+
       const drain: Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient> = Effect.suspend(() =>
-        readJournalAfter(last, READ_BATCH),
+        readJournalAfter(window.last, READ_BATCH),
       ).pipe(
         Effect.tap(append),
         Effect.flatMap((rows) => (rows.length === READ_BATCH ? drain : Effect.void)),
@@ -116,12 +128,21 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
         Effect.retry(Schedule.spaced("1 second")),
         Effect.forkScoped,
       )
-      // Skip the query when the notification announces nothing new.
-      const nextWake = Queue.take(wake).pipe(
-        Effect.repeat({ until: (announced) => announced > last }),
-        Effect.timeout(POLL),
-        Effect.ignore,
+      // Waits for an announcement of rows beyond the window, then (with the publisher here) for its hand-over: no
+      // query when that brought them.
+      const awaitWork: Effect.Effect<void> = Queue.take(wake).pipe(
+        Effect.repeat({ until: (announced) => announced > window.last }),
+        Effect.flatMap((announced) =>
+          clock.unsafeCurrentTimeMillis() - handedAt < HANDOVER_RECENT_MS
+            ? reach(announced).pipe(
+                Effect.timeout(HANDOVER_WAIT),
+                Effect.ignore,
+                Effect.zipRight(Effect.suspend(() => (window.last >= announced ? awaitWork : Effect.void))),
+              )
+            : Effect.void,
+        ),
       )
+      const nextWake = awaitWork.pipe(Effect.timeout(POLL), Effect.ignore)
       yield* drain.pipe(
         Effect.zipRight(nextWake),
         Effect.catchAllCause((cause) =>
@@ -133,26 +154,25 @@ export class JournalTail extends Context.Tag("JournalTail")<JournalTail, Journal
       )
 
       return {
-        last: Effect.sync(() => last),
+        last: Effect.sync(() => window.last),
+        batches: Effect.sync(() => ({ ...batches })),
         pageAfter: (after, limit) =>
           Effect.suspend(() => {
-            if (after >= last) return Effect.succeed([])
-            const first = window[0]
-            if (first !== undefined && after + 1n >= first.cursor) {
-              const start = Number(after + 1n - first.cursor)
-              StreamConnections.recordPage("window")
-              return Effect.succeed(window.slice(start, start + limit))
+            const page = window.pageAfter(after, limit)
+            if (page !== undefined) {
+              if (page.length > 0) StreamConnections.recordPage("window")
+              return Effect.succeed(page)
             }
             StreamConnections.recordPage("journal")
             return readJournalAfter(after, limit)
           }),
         awaitBeyond: (after, timeout) =>
           Effect.suspend(() =>
-            last > after ? Effect.void : Deferred.await(advanced).pipe(Effect.timeout(timeout), Effect.ignore),
+            window.last > after ? Effect.void : Deferred.await(advanced).pipe(Effect.timeout(timeout), Effect.ignore),
           ),
         follow: (follower) =>
           Effect.sync(() => {
-            if (follower.last !== last) return false
+            if (follower.last !== window.last) return false
             followers.add(follower)
             return true
           }),

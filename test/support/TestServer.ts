@@ -13,6 +13,7 @@ import { RequestBody } from "../../src/Http/RequestBody.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
 import { HandlersLive, httpLayer } from "../../src/Http/Server.ts"
 import { Relayer } from "../../src/Relayer.ts"
+import { JournalFeed } from "../../src/Sql/Journal.ts"
 
 /**
  * A probe group added to the real API (same id, same middleware, same handlers): a strict body
@@ -67,6 +68,8 @@ export const TestHttpOnClusterLive = httpLayer({
   Layer.provideMerge(Layer.merge(CloseQueueLive, WithdrawalDeskLive)),
   Layer.provideMerge(Layer.mergeAll(ChainStatusBoard.Live, Relayer.Live)),
   Layer.provideMerge(QuoteIdentityLeaseLive),
+  // As main.ts: the stream's tail takes what a journal publisher run with this layer's output publishes.
+  Layer.provideMerge(JournalFeed.Live),
 )
 
 /**
