@@ -2,7 +2,8 @@
  * The stream's limits hold across runners on one database (spec Limits: 256 stream connections; issue 22
  * item 3): this process serves one HTTP server (A) and `src/main.ts` runs as a second service process (B)
  * on the same PostgreSQL. A client's share, the token-less share and the 256 are counted over both; when B
- * is SIGKILLed, its slots stop counting within the slot lifetime and A admits again.
+ * is SIGKILLed, its slots stop counting within the slot lifetime and A admits again. And both runners deliver the
+ * same events: B's stream reader takes what its journal publisher hands over (JournalFeed), A's reads them.
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
@@ -20,7 +21,7 @@ import { signIn } from "../support/SignIn.ts"
 import { startSiweAnvil } from "../support/SiweAnvil.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
-import { refusedWith, type StreamConn, subscribeFrom } from "./stream-client.ts"
+import { append, type EventFrame, refusedWith, type StreamConn, subscribeFrom } from "./stream-client.ts"
 
 const LIMITS = { stream_connections_per_client: 4, stream_anonymous_connections: 6 }
 
@@ -49,6 +50,21 @@ const Live = Layer.unwrapScoped(
 
 const anonymous = { channels: ["trades"] }
 
+/** `src/main.ts` as runner B on the test's database (its own cluster: it runs the journal publisher); its base URL. */
+const startRunnerB = (prefix: string, config: Record<string, unknown> = {}) =>
+  Effect.gen(function* () {
+    const { url } = yield* Env
+    const configFile = yield* scopedConfigFile(prefix, { ...DevelopmentConfig, app_origins: [TEST_ORIGIN], ...config })
+    const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+    const service = yield* startService({
+      DATABASE_URL: url,
+      SETTLEMENT_CONFIG: configFile,
+      PORT: String(port),
+      RUNNER_PORT: String(runnerPort),
+    })
+    return { service, b: `http://127.0.0.1:${port}` }
+  })
+
 /** Live rows of stream_slots (every runner's open connections). */
 const liveSlots = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
@@ -61,21 +77,8 @@ const liveSlots = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 layer(Live, { timeout: "240 seconds", excludeTestServices: true })("stream limits across runners", (it) => {
   it.scoped("client share, token-less share and the 256 over two processes; a killed runner's slots free", () =>
     Effect.gen(function* () {
-      const { url } = yield* Env
       const a = yield* baseUrl
-      const configFile = yield* scopedConfigFile("stream-runners-", {
-        ...DevelopmentConfig,
-        app_origins: [TEST_ORIGIN],
-        limits: LIMITS,
-      })
-      const [port, runnerPort] = yield* Effect.all([freePort, freePort])
-      const service = yield* startService({
-        DATABASE_URL: url,
-        SETTLEMENT_CONFIG: configFile,
-        PORT: String(port),
-        RUNNER_PORT: String(runnerPort),
-      })
-      const b = `http://127.0.0.1:${port}`
+      const { service, b } = yield* startRunnerB("stream-runners-", { limits: LIMITS })
       const open: Array<StreamConn> = []
       const admitted = (base: string, from: string, subscription: Record<string, unknown>) =>
         Effect.tap(subscribeFrom(base, from, subscription), (o) => {
@@ -127,6 +130,38 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("stream limit
       yield* admitted(a, "127.0.6.1", { token })
       for (const conn of open) conn.close()
       yield* pollUntil(liveSlots, (n) => n === 0, { within: "10 seconds" })
+    }),
+  )
+
+  it.scoped("the publisher's runner (its hand-over) and another runner (its reads) deliver the same events", () =>
+    Effect.gen(function* () {
+      const a = yield* baseUrl
+      // B's cluster runs the journal publisher; this process (A) runs none.
+      const { b } = yield* startRunnerB("stream-handover-")
+      const subscribers = yield* Effect.forEach([a, b], (base) => subscribeFrom(base, "127.0.7.1", anonymous))
+      const N = 60
+      // One at a time, then four at once: publications of one row and of several.
+      for (let i = 0; i < N / 2; i++) yield* append("trade.settled", null, { from: "aster", to: "hyperliquid", i })
+      yield* Effect.forEach(
+        Array.from({ length: N / 2 }, (_, i) => N / 2 + i),
+        (i) => append("trade.settled", null, { from: "hyperliquid", to: "aster", i }),
+        { concurrency: 4, discard: true },
+      )
+      const delivered = yield* Effect.forEach(subscribers, ({ conn }) =>
+        Effect.promise(async () => {
+          const events: Array<unknown> = []
+          while (events.length < N) {
+            const frame = await conn.next(15_000)
+            if (frame.type === "events") events.push(...(frame as EventFrame).events)
+          }
+          conn.close()
+          return events
+        }),
+      )
+      expect(delivered[0]).toHaveLength(N)
+      const cursors = delivered[0]!.map((e) => BigInt((e as { cursor: string }).cursor))
+      expect(cursors.every((c, i) => i === 0 || c === cursors[i - 1]! + 1n)).toBe(true)
+      expect(delivered[1]).toEqual(delivered[0])
     }),
   )
 })
