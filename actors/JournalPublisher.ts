@@ -24,7 +24,12 @@ export const runJournalPublisher = Effect.gen(function* () {
   )
   const drain: Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient> = publishJournalBatch(BATCH).pipe(
     Effect.tap(({ rows }) => {
-      if (feed._tag === "Some") feed.value.offer(rows)
+      const threw = feed._tag === "Some" ? feed.value.offer(rows) : 0
+      return threw === 0
+        ? Effect.void
+        : Effect.logWarning("a journal feed listener failed; its reader will read the rows instead").pipe(
+            Effect.annotateLogs({ listeners: threw, rows: rows.length }),
+          )
     }),
     Effect.flatMap(({ published }) => (published === BATCH ? drain : Effect.void)),
   )

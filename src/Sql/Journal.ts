@@ -141,8 +141,11 @@ export const publishJournalBatch = (limit: number) =>
 export class JournalFeed extends Context.Tag("JournalFeed")<
   JournalFeed,
   {
-    /** Hands published rows (contiguous, in cursor order, committed) to every listener, synchronously. */
-    readonly offer: (rows: ReadonlyArray<PublishedJournalRow>) => void
+    /**
+     * Hands published rows (contiguous, in cursor order, committed) to every listener, synchronously; returns how
+     * many listeners threw (each is isolated: the rows stay published, and a reader that missed them reads them).
+     */
+    readonly offer: (rows: ReadonlyArray<PublishedJournalRow>) => number
     /** Adds a listener until the scope closes. */
     readonly listen: (
       listener: (rows: ReadonlyArray<PublishedJournalRow>) => void,
@@ -153,8 +156,16 @@ export class JournalFeed extends Context.Tag("JournalFeed")<
     const listeners = new Set<(rows: ReadonlyArray<PublishedJournalRow>) => void>()
     return {
       offer: (rows) => {
-        if (rows.length === 0) return
-        for (const listener of listeners) listener(rows)
+        let threw = 0
+        if (rows.length === 0) return threw
+        for (const listener of listeners) {
+          try {
+            listener(rows)
+          } catch {
+            threw++
+          }
+        }
+        return threw
       },
       listen: (listener) =>
         Effect.acquireRelease(
