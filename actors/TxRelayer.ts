@@ -173,8 +173,11 @@ export const makeTxRelayer = (venue: VenueConfig) =>
           lastHead = { number: h.latest, hash: h.latestHash }
           return 0
         }
+        yield* fault.hit("relayer.follow-after-heads")
+        // Both counts at the heads' own blocks (not the tag "latest"): a nonce is the lowest open one *at* h.latest,
+        // so blocks mined after the heads were read never count as blocks it waited (a needless replacement).
         const [latestCount, finalizedCount] = yield* Effect.all(
-          [chain.nonceCount("latest"), chain.nonceCount(h.finalized)],
+          [chain.nonceCount(h.latest), chain.nonceCount(h.finalized)],
           {
             concurrency: "unbounded",
           },
@@ -318,7 +321,9 @@ export const makeTxRelayer = (venue: VenueConfig) =>
 
     /** Follows every request in flight; their number. */
     const followPass = Effect.gen(function* () {
-      const open = yield* openRequests(venue.id, signer)
+      // Rows still being sent are set aside before the heads are read, so every row followed was on the node by
+      // then: blocks mined before its broadcast landed never count as blocks it waited.
+      const open = (yield* openRequests(venue.id, signer)).filter((r) => !sending.has(r.id))
       // Nothing in flight: no head to read (the next pass re-checks from its own head: unchangedUpTo).
       if (open.length === 0) return 0
       return yield* follow(yield* heads, open)

@@ -15,6 +15,8 @@ export const FAULT_POINTS = [
   "relayer.after-persist-before-broadcast",
   /** Broadcast; the broadcast is not recorded yet. */
   "relayer.after-broadcast-before-record",
+  /** A follow pass read the heads; it has not read the signer's nonce counts yet (a slow pass). */
+  "relayer.follow-after-heads",
   /** A status transition (and its journal row) committed; the outcome is not published to waiters yet. */
   "relayer.after-commit-before-publish",
   /** The watcher committed an ingest page; the status row is not updated yet. */
