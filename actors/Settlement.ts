@@ -35,16 +35,12 @@ import {
 import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, decide, type FillFacts, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import {
-  IN_FLIGHT_TRANSITIONS,
-  parseRelayerOutcome,
-  RELAYER_OUTCOME_CHANNEL,
-  UNENDED_TRANSITIONS,
-} from "../src/Relayer/Transitions.ts"
+import { RELAYER_OUTCOME_CHANNEL } from "../src/Relayer/Transitions.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { Settlement } from "../src/Settlement/Entity.ts"
 import { openStoredFillSecret } from "../src/Settlement/FillSecrets.ts"
 import { ESCROW_INDEXED_CHANNEL, parseEscrowIndexed, takesOfOpenFills } from "../src/Settlement/IndexedWake.ts"
+import { fillTakeCache, takeToWake } from "../src/Settlement/OutcomeWake.ts"
 import {
   advanceFill,
   finishFill,
@@ -301,48 +297,34 @@ export const stepSettlement =
 /** Takes with settlement work pending (the start-up adoption wakes them; src/Settlement/Repo.ts). */
 export const pendingKeys = settlementPendingTakes()
 
-/**
- * Whether a relayer transition of a settlement call wakes its take. The v1 step acts on a call's inclusion (a claim
- * included makes its secret public), finality or failure; the v2 step on its end only (decideV2 reads final,
- * reverted and replaced), so for v2 an inclusion or a reorg would wake a pass that only waits.
- */
-export const outcomeWakesTake = (kind: string, escrowVersion: number) =>
-  !IN_FLIGHT_TRANSITIONS.includes(kind) && !(escrowVersion === 2 && UNENDED_TRANSITIONS.includes(kind))
-
 /** Chain times are read once per SETTLEMENT_SWEEP per runner at most, whichever take asks first. */
 const CHAIN_TIMES_TTL = Duration.millis(200)
 
 /**
- * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome (`settle:<fill id>:<call>`,
- * `settle:take:<take id>:payTake`) wakes its take (a v2 take on the call's end only: outcomeWakesTake); a committed
+ * Wakes on this runner (src/Cluster/KeyedWakes.ts): a settlement call's relayer outcome wakes its take
+ * (src/Settlement/OutcomeWake.ts: a v2 take on the call's end only; a fill's take read once per runner); a committed
  * escrow index page of a venue wakes the takes of the fills it names (a v2 page of lock and payment events), else
- * every take with a fill open on the venue (a step may be final now). Expiries move with chain time, not pages: the pass cadence and the backstop tick see them.
+ * every take with a fill open on the venue (a step may be final now). Expiries move with chain time, not pages: the
+ * pass cadence and the backstop tick see them.
  */
-const SettlementWakesLive = Layer.mergeAll(
-  wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (payload) =>
-    Effect.gen(function* () {
-      const { kind, key } = parseRelayerOutcome(payload)
-      if (!key.startsWith("settle:") || IN_FLIGHT_TRANSITIONS.includes(kind)) return
-      const [, first, second] = key.split(":")
-      // A payTake key is always v2's.
-      const take =
-        first === "take"
-          ? second === undefined
-            ? undefined
-            : { take_id: second, escrow_version: 2 }
-          : yield* takeOfFill(first ?? "")
-      if (take !== undefined && outcomeWakesTake(kind, take.escrow_version)) {
-        yield* wakeOwned(Settlement, [take.take_id])
-      }
-    }),
+const SettlementWakesLive = Layer.unwrapEffect(
+  Effect.map(fillTakeCache(takeOfFill), (takes) =>
+    Layer.mergeAll(
+      wakeOnNotify("settlement", RELAYER_OUTCOME_CHANNEL, (payload) =>
+        Effect.flatMap(
+          takeToWake(payload, (fillId) => takes.get(fillId)),
+          (take) => (take === undefined ? Effect.void : wakeOwned(Settlement, [take])),
+        ),
+      ),
+      wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (payload) => {
+        const { venue, fillDigests } = parseEscrowIndexed(payload)
+        return Effect.flatMap(
+          fillDigests === undefined ? settlementPendingTakes(venue) : takesOfOpenFills(venue, fillDigests),
+          (ids) => wakeOwned(Settlement, ids),
+        )
+      }),
+    ),
   ),
-  wakeOnNotify("settlement", ESCROW_INDEXED_CHANNEL, (payload) => {
-    const { venue, fillDigests } = parseEscrowIndexed(payload)
-    return Effect.flatMap(
-      fillDigests === undefined ? settlementPendingTakes(venue) : takesOfOpenFills(venue, fillDigests),
-      (ids) => wakeOwned(Settlement, ids),
-    )
-  }),
 )
 
 /** The entity alone, given how secrets are opened (a runner with it and nothing else resumes takes from their ticks). */
