@@ -53,7 +53,7 @@ export interface EmbeddedPostgresOptions {
    * first it can reach) for the first two, /var/tmp for relocated data (kept across reboots).
    */
   readonly scratchDir?: string | undefined
-  /** Load pg_stat_statements (statement counts per query; the benches' per-unit cost). Default off. */
+  /** Load pg_stat_statements, planning tracked too (statements per query; the benches' per-unit cost). Default off. */
   readonly statementStats?: boolean | undefined
 }
 
@@ -178,7 +178,9 @@ const startServer = (
         "-c",
         "unix_socket_directories=",
         ...(persistent ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
-        ...(statementStats ? ["-c", "shared_preload_libraries=pg_stat_statements"] : []),
+        ...(statementStats
+          ? ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_planning=on"]
+          : []),
       ],
       as,
     )

@@ -117,14 +117,18 @@ interface QueryTotals {
   readonly calls: number
   /** pg_stat_statements' total_exec_time: the server's execution time, ms (planning and waits for the client not). */
   readonly ms: number
+  /** total_plan_time: the server's planning time, ms (a named statement's generic plan is made once). */
+  readonly planMs: number
 }
 
 const callsByQuery = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ query: string; calls: string; ms: number }>`
-      select query, sum(calls)::text as calls, sum(total_exec_time)::float8 as ms from pg_stat_statements
+    sql<{ query: string; calls: string; ms: number; plan_ms: number }>`
+      select query, sum(calls)::text as calls, sum(total_exec_time)::float8 as ms,
+             sum(total_plan_time)::float8 as plan_ms from pg_stat_statements
       where query not like '%pg_stat_statements%' group by query`,
-    (rows) => new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: Number(r.ms) }])),
+    (rows) =>
+      new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: Number(r.ms), planMs: Number(r.plan_ms) }])),
   ).pipe(Effect.orElseSucceed(() => null))
 
 /** The TOP statements run most often between two snapshots: calls and execution ms per unit. */
@@ -134,17 +138,20 @@ const printTop = (before: ReadonlyMap<string, QueryTotals>, after: ReadonlyMap<s
       query,
       calls: t.calls - (before.get(query)?.calls ?? 0),
       ms: t.ms - (before.get(query)?.ms ?? 0),
+      planMs: t.planMs - (before.get(query)?.planMs ?? 0),
     }))
     .filter((r) => r.calls > 0)
     .sort((a, b) => b.calls - a.calls)
     .slice(0, TOP)
   const total = rows.reduce((sum, r) => sum + r.ms, 0)
+  const planned = rows.reduce((sum, r) => sum + r.planMs, 0)
   console.log(
-    `top ${rows.length} statements per unit (of ${n} units; calls, execution ms), ${(total / n).toFixed(4)} ms:`,
+    `top ${rows.length} statements per unit (of ${n} units; calls, execution ms, planning ms), ` +
+      `${(total / n).toFixed(4)} ms executing, ${(planned / n).toFixed(4)} ms planning:`,
   )
   for (const r of rows)
     console.log(
-      `${(r.calls / n).toFixed(2).padStart(8)} ${(r.ms / n).toFixed(4).padStart(9)}  ${r.query.replace(/\s+/g, " ").slice(0, 160)}`,
+      `${(r.calls / n).toFixed(2).padStart(8)} ${(r.ms / n).toFixed(4).padStart(9)} ${(r.planMs / n).toFixed(4).padStart(9)}  ${r.query.replace(/\s+/g, " ").slice(0, 160)}`,
     )
 }
 
