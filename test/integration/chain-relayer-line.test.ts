@@ -1,36 +1,24 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Option, Ref } from "effect"
-import { type Address, encodeFunctionData, type Hex } from "viem"
+import type { Hex } from "viem"
 import { makeTxRelayer } from "../../actors/TxRelayer.ts"
-import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { FaultPoint, type FaultPointName } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { Relayer } from "../../src/Relayer.ts"
-import { key, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { key } from "../support/ChainDevnet.ts"
 import { chainStack, TestChainTag } from "../support/ChainStack.ts"
+import { mintData, recipientFrom, relayerVenue, rpc } from "../support/RelayerFixtures.ts"
 
 // The relayer signs with anvil account #8 (untouched by the deployment).
 const Live = chainStack({
   anvil: { slotsInAnEpoch: 1 },
   config: (c) => ({
-    venues: [
-      venueEntry(c, "hyperliquid", {
-        relayer: {
-          poll_ms: 50,
-          bump_after_blocks: 2,
-          allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
-        },
-      }),
-    ],
+    venues: [relayerVenue(c, "hyperliquid")],
     operator_key: key(8),
   }),
 })
 
-const recipient = (i: number): Address => `0x${(0xfeed0000 + i).toString(16).padStart(40, "0")}` as Address
-const mintData = (to: Address, amount: bigint) =>
-  encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [to, amount] })
-const rpc = (c: TestChain, method: string, params: Array<unknown>) =>
-  Effect.promise(() => c.test.request({ method, params } as never))
+const recipient = recipientFrom(0xfeed0000)
 
 /**
  * A relayer whose "relayer.follow-after-heads" point runs the test's hook once (a pass slowed between its reads of
@@ -65,18 +53,12 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })(
           Effect.promise(() => c.test.setAutomine(false)),
           () => Effect.promise(() => c.test.setAutomine(true)),
         )
-        yield* r.submit({
-          idempotencyKey: "first",
-          venue: "hyperliquid",
-          to: c.token,
-          data: mintData(recipient(1), 3n),
-        })
-        yield* r.submit({
-          idempotencyKey: "second",
-          venue: "hyperliquid",
-          to: c.token,
-          data: mintData(recipient(2), 4n),
-        })
+        for (const [k, i] of [
+          ["first", 1],
+          ["second", 2],
+        ] as const) {
+          yield* r.submit({ idempotencyKey: k, venue: "hyperliquid", to: c.token, data: mintData(recipient(i), 3n) })
+        }
         yield* handle.tick
         const second = (yield* status("second")).txHash as Hex
         // The next pass reads the heads; before it reads the nonce counts, "second" leaves the node's pool and three

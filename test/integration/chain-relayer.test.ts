@@ -6,32 +6,21 @@ import { makeTxRelayer } from "../../actors/TxRelayer.ts"
 import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { Relayer } from "../../src/Relayer.ts"
-import { account, key, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { account, key, type TestChain } from "../support/ChainDevnet.ts"
 import { chainStack, TestChainTag } from "../support/ChainStack.ts"
+import { mintData, recipientFrom, relayerVenue, rpc } from "../support/RelayerFixtures.ts"
 
 // The relayer signs with anvil account #9 (untouched by the deployment), so its nonces start at 0.
 const OPERATOR = 9
 const sameChainVenue = (c: TestChain) => {
-  const { legacy_escrow: _legacy, ...entry } = venueEntry(c, "aster", {
-    relayer: {
-      poll_ms: 50,
-      bump_after_blocks: 2,
-      allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
-    },
-  })
+  const { legacy_escrow: _legacy, ...entry } = relayerVenue(c, "aster")
   return entry
 }
 const Live = chainStack({
   anvil: { slotsInAnEpoch: 1 },
   config: (c) => ({
     venues: [
-      venueEntry(c, "hyperliquid", {
-        relayer: {
-          poll_ms: 50,
-          bump_after_blocks: 2,
-          allow: [{ contract: c.token, functions: ["mint(address,uint256)"] }],
-        },
-      }),
+      relayerVenue(c, "hyperliquid"),
       // A second venue on the same chain with the same operator key: its relayer shares the nonces.
       {
         ...sameChainVenue(c),
@@ -43,9 +32,7 @@ const Live = chainStack({
 })
 
 const operator = account(OPERATOR).address
-const recipient = (i: number): Address => `0x${(0xbeef0000 + i).toString(16).padStart(40, "0")}` as Address
-const mintData = (to: Address, amount: bigint) =>
-  encodeFunctionData({ abi: mockUSDCAbi, functionName: "mint", args: [to, amount] })
+const recipient = recipientFrom(0xbeef0000)
 
 const relayer = Effect.gen(function* () {
   const { deployment } = yield* AppConfig
@@ -71,9 +58,6 @@ const balanceOf = (c: TestChain, who: Address) =>
 
 const chainNonce = (c: TestChain) =>
   Effect.promise(() => c.pub.getTransactionCount({ address: operator, blockTag: "latest" }))
-
-const rpc = (c: TestChain, method: string, params: Array<unknown>) =>
-  Effect.promise(() => c.test.request({ method, params } as never))
 
 /** Runs with automine off, then restores automine and a low base fee whatever happened. */
 const manualMining = <A, E, R>(c: TestChain, effect: Effect.Effect<A, E, R>) =>
