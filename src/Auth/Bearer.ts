@@ -5,9 +5,9 @@
  */
 import { Clock, Context, Effect, Option } from "effect"
 import { Unauthorized } from "../Domain/Errors.ts"
-import type { CredentialPrincipal, Principal } from "../Domain/Principal.ts"
+import type { CredentialPrincipal, Principal, SessionPrincipal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
-import { findSessionByHash } from "./Repo.ts"
+import { findSessionByHash, type SessionRow } from "./Repo.ts"
 
 /**
  * Resolves an `mk_` credential by the SHA-256 of its token (CredentialResolverLive, src/Credentials/Resolver.ts,
@@ -57,14 +57,22 @@ export const authenticateHeader = (
       return credential.value as Principal
     }
     const session = yield* findSessionByHash(hash).pipe(Effect.orDie)
-    if (Option.isNone(session)) return yield* unauthorized("unknown session")
-    if (session.value.revoked_at !== null) return yield* unauthorized("session revoked")
-    const now = yield* Clock.currentTimeMillis
-    if (session.value.expires_at.getTime() <= now) return yield* unauthorized("session expired")
-    return {
-      _tag: "Session",
-      sessionId: session.value.id,
-      master: session.value.master,
-      admin: admins.has(session.value.master),
-    } as Principal
+    return yield* sessionPrincipal(session, yield* Clock.currentTimeMillis, admins)
   })
+
+/** A session's row (none: an unknown token) to its principal at `now` (ms), or why it is refused. */
+export const sessionPrincipal = (
+  session: Option.Option<SessionRow>,
+  now: number,
+  admins: ReadonlySet<string>,
+): Effect.Effect<SessionPrincipal, Unauthorized> => {
+  if (Option.isNone(session)) return unauthorized("unknown session")
+  if (session.value.revoked_at !== null) return unauthorized("session revoked")
+  if (session.value.expires_at.getTime() <= now) return unauthorized("session expired")
+  return Effect.succeed({
+    _tag: "Session",
+    sessionId: session.value.id,
+    master: session.value.master,
+    admin: admins.has(session.value.master),
+  })
+}

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { takeTokenStatement } from "../Sql/RateLimiter.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Sign-in challenges (SIWE; the agent-approval venue's extra columns: src/Accounts/VenueAgents.ts)
@@ -70,6 +71,34 @@ export const insertSession = (p: { id: string; tokenHash: Buffer; master: string
 export const findSessionByHash = (tokenHash: Buffer) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<SessionRow>`select id, master, expires_at, revoked_at from sessions where token_hash = ${tokenHash}`.pipe(
+      Effect.map((rows) => Option.fromNullable(rows[0])),
+    ),
+  )
+
+/**
+ * The session of `tokenHash` and, when it is live at `nowMs` (not revoked, not expired), one token of its request
+ * budget taken, in one round trip (the HTTP middleware's path; a credential's is chargeLiveCredential). A dead
+ * session is returned uncharged, for its refusal. `allowed` false with a live session: its budget is spent. The
+ * expiry is compared as authenticateHeader judges it (both on the caller's clock, at millisecond precision: sessions
+ * are written with a JS Date).
+ */
+export const chargeLiveSession = (
+  tokenHash: Buffer,
+  nowMs: number,
+  bucket: { readonly rate: number; readonly burst: number },
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<SessionRow & { allowed: boolean }>`
+      with s as (
+        select id, master, expires_at, revoked_at from sessions where token_hash = ${tokenHash}
+      ), taken as (
+        ${takeTokenStatement(
+          sql,
+          sql`select 'session:' || id::text as key from s where revoked_at is null and expires_at > ${new Date(nowMs)}`,
+          bucket,
+        )}
+      )
+      select s.*, exists (select 1 from taken) as allowed from s`.pipe(
       Effect.map((rows) => Option.fromNullable(rows[0])),
     ),
   )

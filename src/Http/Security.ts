@@ -1,12 +1,13 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect, FiberRef, Layer, Option } from "effect"
-import { authenticateHeader, BEARER, CredentialResolver } from "../Auth/Bearer.ts"
+import { Clock, Effect, FiberRef, Layer, Option } from "effect"
+import { authenticateHeader, BEARER, CredentialResolver, sessionPrincipal } from "../Auth/Bearer.ts"
+import { chargeLiveSession } from "../Auth/Repo.ts"
 import { AppConfig } from "../Config.ts"
 import { RateLimited, Unauthorized } from "../Domain/Errors.ts"
 import type { DeferredCaller, Principal } from "../Domain/Principal.ts"
 import { sha256 } from "../SecureRandom.ts"
-import { takeToken } from "../Sql/RateLimiter.ts"
+import { retryAfterSeconds } from "../Sql/RateLimiter.ts"
 import { Authentication, DeferredAuthentication } from "./SecurityContract.ts"
 
 /** Adds Retry-After (seconds) to whatever response this request ends with. */
@@ -16,9 +17,10 @@ export const retryAfter = (seconds: number) =>
   )
 
 /**
- * What both authentication middlewares do with a bearer: a session is resolved, then charged one token of its
- * request budget; an `mk_` credential is resolved and charged in one round trip (maker bots renew leases every
- * few seconds). Unauthorized or RateLimited (with Retry-After) otherwise.
+ * What both authentication middlewares do with a bearer: a session or an `mk_` credential is resolved and, when
+ * live, charged one token of its request budget, in one round trip (every signed-in request pays it; maker bots
+ * renew leases every few seconds). Unauthorized or RateLimited (with Retry-After) otherwise; a refused bearer is
+ * never charged.
  */
 export const bearerAuthenticator = Effect.gen(function* () {
   const { deployment } = yield* AppConfig
@@ -32,15 +34,16 @@ export const bearerAuthenticator = Effect.gen(function* () {
       retryAfter(seconds),
       Effect.fail(new RateLimited({ message: `request budget exhausted; retry in ${seconds} s` })),
     )
-  const charge = (principal: Principal) => {
-    const key = principal._tag === "Session" ? `session:${principal.sessionId}` : `credential:${principal.credentialId}`
-    return takeToken({ key, rate, burst }).pipe(
-      Effect.orDie,
-      Effect.flatMap((decision) =>
-        decision.allowed ? Effect.succeed(principal) : limited(decision.retryAfterSeconds),
-      ),
-    )
-  }
+  const session = (token: string) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const found = yield* chargeLiveSession(sha256(token), now, { rate, burst }).pipe(Effect.orDie)
+      const principal = yield* sessionPrincipal(found, now, admins)
+      // Live (a dead one was refused above): charged, or its budget is spent.
+      if (Option.exists(found, (row) => row.allowed)) return principal
+      const key = `session:${principal.sessionId}`
+      return yield* limited(yield* retryAfterSeconds({ key, rate, burst }).pipe(Effect.orDie))
+    })
   const credential = (token: string) =>
     Effect.gen(function* () {
       const resolved = yield* resolver.resolveCharged(sha256(token), { rate, burst })
@@ -51,10 +54,13 @@ export const bearerAuthenticator = Effect.gen(function* () {
     })
   const authenticate = (header: string | undefined) => {
     const token = BEARER.exec(header ?? "")?.[1]
+    // A missing or malformed header is refused by authenticateHeader, before any statement.
     return (
-      token?.startsWith("mk_") === true
-        ? credential(token)
-        : Effect.flatMap(authenticateHeader(header, admins, resolver), charge)
+      token === undefined
+        ? authenticateHeader(header, admins, resolver)
+        : token.startsWith("mk_")
+          ? credential(token)
+          : session(token)
     ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
   }
   /** The token of a well-formed bearer (`mk_…` for a credential), else undefined. */
