@@ -11,9 +11,11 @@
 // from one 100k-event ingest bench.
 //
 // How many it keeps there is bounded (`--max-persisted-states`, `historyBlocks` below). Anvil's own cap is 3,600
-// states, a full dump each (~0.85 MB on the devnet's chains): ~3 GB a chain after an hour of 1 s blocks. Nothing
-// of ours reads state older than the finalized block (clients read escrow state at `finalized`, 2 × slots
-// behind latest); logs, blocks and receipts are kept whatever the bound.
+// states, a full dump each (~0.8 MB on the devnet's chains): ~3 GB a chain after an hour of 1 s blocks. Our state
+// reads stay near the finalized block (2 × slots behind latest): clients read escrow state at `finalized`; the
+// watcher's integrity check reads at its cursor once that reached finalized; the relayer replays a reverted call at
+// its block when that becomes final (if the state is gone, the reason recorded is "reverted on chain"). Logs,
+// blocks and receipts are kept whatever the bound.
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
