@@ -7,23 +7,21 @@
  * no middleware, no HttpApi and no span, i.e. the most any route served by the framework can reach. Each path first
  * runs WARMUP_SECONDS unmeasured (Summary.ts).
  */
-import { openSync, writeSync } from "node:fs"
 import { createServer, request } from "node:http"
-import { loadavg, tmpdir } from "node:os"
-import { join } from "node:path"
+import { loadavg } from "node:os"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, LogLevel } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { ChainStatusBoard } from "../../src/Health/ChainStatusBoard.ts"
 import { Api } from "../../src/Http/Api.ts"
 import { routesOf } from "../../src/Http/RouteTable.ts"
 import { ApiLive, httpLayer } from "../../src/Http/Server.ts"
-import { batchedSink, loggingLayer } from "../../src/Observability/Log.ts"
 import { TracingLive } from "../../src/Observability/Tracing.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
+import { benchLogging } from "./Logging.ts"
 import { format, type LoadResult, load } from "./load.ts"
 import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
@@ -125,7 +123,7 @@ const program = Effect.gen(function* () {
   console.log(
     `throughput ratio metrics + JSON access log on/off: ${(service.rps / unobserved.rps).toFixed(2)} (issue 17: >= 0.8)`,
   )
-  console.log(`access log: ${logFile}`)
+  if (process.env.BENCH_LOG_FILE !== undefined) console.log(`access log: ${logFile}`)
   const vsBare = (bench: string, rps: number, target: string, atLeast?: number) =>
     summarize({
       bench,
@@ -147,15 +145,8 @@ const program = Effect.gen(function* () {
   })
 })
 
-// As in production: the JSON log at info (an access line per request) and the metrics (always on). The lines go
-// to a file (BENCH_LOG_FILE, default in the temp dir), written synchronously and batched per turn as stdout is.
-const logFile = process.env.BENCH_LOG_FILE ?? join(tmpdir(), `bench-info-${process.pid}.log`)
-const logFd = openSync(logFile, "w")
-const logging = loggingLayer({
-  format: "json",
-  level: LogLevel.Info,
-  sink: batchedSink((text) => writeSync(logFd, text)),
-})
+// As in production: the JSON log at info (an access line per request) and the metrics (always on), the log to a file.
+const { layer: logging, file: logFile } = benchLogging("info")
 
 Effect.runPromise(
   program.pipe(

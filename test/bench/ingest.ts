@@ -28,6 +28,7 @@ import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { costMeter, printSweep } from "./Cost.ts"
 import { makeEvents } from "./IngestEvents.ts"
+import { benchLogging } from "./Logging.ts"
 import { summarize, whole } from "./Summary.ts"
 
 const SIZES = (process.env.BENCH_INGEST_SIZES ?? "1000,10000,100000").split(",").map((s) => Number(s.trim()))
@@ -178,7 +179,8 @@ const main = async () => {
           ),
         ),
         Effect.scoped,
-        Effect.provide(TracingLive), // as main.ts: no OTLP endpoint, Effect's tracer off (outermost: inherited)
+        // As main.ts: the JSON log (to a file here) and no OTLP endpoint, Effect's tracer off (outermost: inherited).
+        Effect.provide(Layer.merge(benchLogging("ingest").layer, TracingLive)),
       ),
     )
   } finally {

@@ -42,6 +42,7 @@ import { baseUrl, TestHttpOnClusterLive } from "../support/TestServer.ts"
 import { costMeter, type PerUnit, printSweep, sweepSizes } from "./Cost.ts"
 import { bareLeaseServer, leaseClient } from "./LeaseBare.ts"
 import { type LeaseIdentity, seedIdentities } from "./LeaseSeed.ts"
+import { benchLogging } from "./Logging.ts"
 import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
 const SIZES = sweepSizes("BENCH_LEASE_SIZES", "32,1000,10000")
@@ -244,9 +245,11 @@ const stack = Layer.unwrapScoped(
   ),
 )
 
-// TracingLive as main.ts provides it, outermost so every fiber the stack forks inherits it: without an OTLP
-// endpoint in the environment, Effect's tracer is off.
-Effect.runPromise(program.pipe(Effect.provide(stack), Effect.scoped, Effect.provide(TracingLive))).then(
+// Logging and TracingLive as main.ts provides them, outermost so every fiber the stack forks inherits them: the JSON
+// log with an access line per request (to a file here); without an OTLP endpoint in the environment, Effect's tracer
+// is off.
+const observing = Layer.merge(benchLogging("lease").layer, TracingLive)
+Effect.runPromise(program.pipe(Effect.provide(stack), Effect.scoped, Effect.provide(observing))).then(
   () => process.exit(0),
   (e) => {
     console.error(e)

@@ -22,6 +22,7 @@ import { Relayer } from "../../src/Relayer.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
+import { benchLogging } from "./Logging.ts"
 import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
 const N = Number(process.env.BENCH_TXS ?? 400)
@@ -221,7 +222,8 @@ const main = async () => {
           ),
         ),
         Effect.scoped,
-        Effect.provide(TracingLive), // as main.ts: no OTLP endpoint, Effect's tracer off (outermost: inherited)
+        // As main.ts: the JSON log (to a file here) and no OTLP endpoint, Effect's tracer off (outermost: inherited).
+        Effect.provide(Layer.merge(benchLogging("relay").layer, TracingLive)),
       ),
     )
     const base = median(rounds.map(([b]) => b))

@@ -26,6 +26,7 @@ import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
 import { costMeter, type PerUnit, printSweep } from "./Cost.ts"
+import { benchLogging } from "./Logging.ts"
 import { type Deliveries, startClients, wallMs } from "./StreamClients.ts"
 import { summarize, whole } from "./Summary.ts"
 
@@ -236,9 +237,15 @@ const Stack = Layer.scopedDiscard(Effect.forkScoped(runJournalPublisher)).pipe(
   ),
 )
 
-// As main.ts: without an OTLP endpoint Effect's tracer is off (TracingLive outermost, so every fiber inherits it).
+// As main.ts: the JSON log (to a file here); without an OTLP endpoint Effect's tracer is off (outermost, so every
+// fiber inherits them).
 Effect.runPromise(
-  program.pipe(Effect.provide(Stack), Effect.scoped, Effect.timeout("600 seconds"), Effect.provide(TracingLive)),
+  program.pipe(
+    Effect.provide(Stack),
+    Effect.scoped,
+    Effect.timeout("600 seconds"),
+    Effect.provide(Layer.merge(benchLogging("stream").layer, TracingLive)),
+  ),
 ).then(
   () => process.exit(0),
   (e) => {
