@@ -11,7 +11,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Fiber, Layer, Runtime } from "effect"
-import { type Address, encodeFunctionData, type Hex } from "viem"
+import { type Address, BaseError, encodeFunctionData, type Hex } from "viem"
 import { makeTxRelayer } from "../../actors/TxRelayer.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
@@ -36,6 +36,8 @@ const mint = (i: number) =>
 
 /** Raw sends that anvil dropped and the baseline sent again (see `baseline`), over the whole run. */
 let rebroadcasts = 0
+/** Why anvil refused those sends again (its message → count), for the error when a round never ends. */
+const resendRefusals = new Map<string, number>()
 /** Rounds (either side) in which anvil stopped mining and was kicked (see `kickIfStalled`), over the whole run. */
 let kicked = 0
 
@@ -122,7 +124,8 @@ const baseline = async (c: TestChain) => {
       const pool = await c.pub.request({ method: "txpool_status" } as never).catch((e: unknown) => String(e))
       throw new Error(
         `the raw sends were not all mined in ${DEADLINE_SECONDS} s: ${mined - first} of ${raws.length} ` +
-          `(nonces ${first}..${nonce - 1}), ${rebroadcasts} sent again; txpool_status ${JSON.stringify(pool)}`,
+          `(nonces ${first}..${nonce - 1}), ${rebroadcasts} sent again; txpool_status ${JSON.stringify(pool)}; ` +
+          `refusals of the resends ${JSON.stringify([...resendRefusals].slice(0, 5))}`,
       )
     }
     // Nothing mined in the last wait (STALL_MS) though the sends were made: anvil's own stall, not a dropped send.
@@ -131,7 +134,12 @@ const baseline = async (c: TestChain) => {
     const missing = raws.slice(mined - first)
     rebroadcasts += missing.length
     await Promise.all(
-      missing.map((raw) => c.pub.request({ method: "eth_sendRawTransaction", params: [raw] }).catch(() => undefined)),
+      missing.map((raw) =>
+        c.pub.request({ method: "eth_sendRawTransaction", params: [raw] }).catch((e: unknown) => {
+          const why = (e instanceof BaseError ? e.details || e.shortMessage : String(e)).slice(0, 200)
+          resendRefusals.set(why, (resendRefusals.get(why) ?? 0) + 1)
+        }),
+      ),
     )
   }
   return { seconds: (performance.now() - started) / 1000, stalled } satisfies Round
