@@ -8,14 +8,10 @@
 // Each anvil keeps the states of older blocks that no longer fit in memory in a directory of its own
 // (`--cache-path`, under the OS temp dir), removed when it exits or this process does. Anvil's default place,
 // ~/.foundry/anvil/tmp, is never cleaned (not even on SIGTERM): a day of test runs left 78 GB there, 48 GB of it
-// from one 100k-event ingest bench.
-//
-// How many it keeps there is bounded (`--max-persisted-states`, `historyBlocks` below). Anvil's own cap is 3,600
-// states, a full dump each (~0.8 MB on the devnet's chains): ~3 GB a chain after an hour of 1 s blocks. Our state
-// reads stay near the finalized block (2 × slots behind latest): clients read escrow state at `finalized`; the
-// watcher's integrity check reads at its cursor once that reached finalized; the relayer replays a reverted call at
-// its block when that becomes final (if the state is gone, the reason recorded is "reverted on chain"). Logs,
-// blocks and receipts are kept whatever the bound.
+// from one 100k-event ingest bench. anvil keeps at most 3,600 there (~0.8 MB each on the devnet's chains, ~3 GB a
+// chain after an hour of 1 s blocks). Do not lower that (`--max-persisted-states`, `--prune-history`) for a chain
+// that takes concurrent sends: anvil 1.7.1 then lost its latest state (a sender's nonce fell back thousands) within
+// a few thousand blocks at 128, 600 and prune 200 (README, Devnet).
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -37,14 +33,6 @@ export interface AnvilOptions {
   readonly stateIntervalSeconds?: number
   /** `--timestamp`: genesis block timestamp (Unix seconds). */
   readonly genesisTimestamp?: number
-  /**
-   * How many older blocks' states anvil keeps on disk (`--max-persisted-states`); it keeps at least ~10 more in
-   * memory, so state reads answer at least this many blocks back and older ones, once spilled and dropped, fail
-   * with `BlockOutOfRangeError`. Default
-   * `max(128, 4 × slotsInAnEpoch)`: twice the finalized block's lag (2 × slots) at least. Not passed when
-   * `extraArgs` holds `--prune-history` (in memory only, nothing on disk).
-   */
-  readonly historyBlocks?: number
   /** Extra raw anvil flags. */
   readonly extraArgs?: ReadonlyArray<string>
   /** How long to wait for the RPC to answer `eth_chainId` (default 15 s). */
@@ -129,17 +117,8 @@ const rpcChainId = async (rpcUrl: string): Promise<number | undefined> => {
   }
 }
 
-/** Anvil's default `--slots-in-an-epoch`. */
-const DEFAULT_SLOTS = 32
-
-/** Older states kept on disk: twice the finalized lag (2 × slots) at least, never under 128 blocks. */
-export const defaultHistoryBlocks = (slotsInAnEpoch = DEFAULT_SLOTS): number => Math.max(128, 4 * slotsInAnEpoch)
-
 const buildArgs = (o: AnvilOptions, chainId: number): Array<string> => {
-  const history = o.historyBlocks ?? defaultHistoryBlocks(o.slotsInAnEpoch)
   const args = ["--host", "127.0.0.1", "--port", String(o.port ?? 0), "--chain-id", String(chainId)]
-  // anvil refuses both flags together; `--prune-history` (in `extraArgs`) persists nothing anyway.
-  if (!(o.extraArgs ?? []).includes("--prune-history")) args.push("--max-persisted-states", String(history))
   if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime))
   if (o.slotsInAnEpoch !== undefined) args.push("--slots-in-an-epoch", String(o.slotsInAnEpoch))
   if (o.stateFile !== undefined) args.push("--state", o.stateFile)

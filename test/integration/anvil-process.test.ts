@@ -1,26 +1,20 @@
 /**
  * infra/devnet/Anvil.ts's child: a chain that goes away says why (its exit code or signal and its output's tail),
  * so a bench or a test that meets refused connections can print the cause instead of only the RPC error; and the
- * states it spills to disk are bounded and go with it.
+ * states it spills to disk go with it.
  */
 import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { defaultHistoryBlocks, startAnvil } from "../../infra/devnet/Anvil.ts"
+import { startAnvil } from "../../infra/devnet/Anvil.ts"
 
 const rpc = (url: string, method: string, params: ReadonlyArray<unknown>) =>
   fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  }).then((r) => r.json() as Promise<{ result?: unknown; error?: { message: string } }>)
-
-const hex = (n: number) => `0x${n.toString(16)}`
-/** Anvil's first test account; never spends in these tests, so every block's state holds its genesis balance. */
-const balanceAt = (url: string, block: string) =>
-  rpc(url, "eth_getBalance", ["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", block])
-const GENESIS_BALANCE = "0x21e19e0c9bab2400000"
+  }).then((r) => r.json() as Promise<{ result?: unknown }>)
 
 /** Enough blocks for anvil to move older states out of memory into its cache directory. */
 const MANY_BLOCKS = "0x400"
@@ -41,39 +35,18 @@ describe("anvil process", () => {
     }
   })
 
-  it("keeps a bounded number of older blocks' states in its own directory, readable, and removes it when stopped", async () => {
+  it("keeps older blocks' states in its own directory, readable, and removes it when stopped", async () => {
     const anvil = await startAnvil({})
-    const history = defaultHistoryBlocks()
     try {
       await rpc(anvil.rpcUrl, "anvil_mine", [MANY_BLOCKS])
-      const spilled = readdirSync(anvil.cacheDir).length
-      expect(spilled).toBeGreaterThan(0)
-      expect(spilled).toBeLessThanOrEqual(history)
-      // The spilled states answer a historical read as far back as the bound…
-      const kept = await balanceAt(anvil.rpcUrl, hex(Number(MANY_BLOCKS) - history))
-      expect(kept.result).toBe(GENESIS_BALANCE)
-      // …and an older one is refused, not answered wrongly.
-      const old = await balanceAt(anvil.rpcUrl, "0x2")
-      expect(old.result).toBeUndefined()
-      expect(old.error?.message).toContain("BlockOutOfRangeError")
+      expect(readdirSync(anvil.cacheDir).length).toBeGreaterThan(0)
+      // The spilled states still answer a historical read.
+      const old = await rpc(anvil.rpcUrl, "eth_getBalance", ["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0x2"])
+      expect(old.result).toBe("0x21e19e0c9bab2400000")
     } finally {
       await anvil.stop()
     }
     expect(existsSync(anvil.cacheDir)).toBe(false)
-  })
-
-  it("keeps the finalized block's state readable however long the epoch", async () => {
-    // finalized lags latest by 2 × slots = 400 blocks here, past the 128-block floor.
-    const anvil = await startAnvil({ slotsInAnEpoch: 200 })
-    try {
-      await rpc(anvil.rpcUrl, "anvil_mine", [MANY_BLOCKS])
-      const finalized = await balanceAt(anvil.rpcUrl, "finalized")
-      expect(finalized.result).toBe(GENESIS_BALANCE)
-      const deepest = await balanceAt(anvil.rpcUrl, hex(Number(MANY_BLOCKS) - defaultHistoryBlocks(200)))
-      expect(deepest.result).toBe(GENESIS_BALANCE)
-    } finally {
-      await anvil.stop()
-    }
   })
 
   it("removes the directory when the process that started anvil exits without stopping it", () => {
