@@ -40,6 +40,8 @@ let rebroadcasts = 0
 const resendRefusals = new Map<string, number>()
 /** Rounds (either side) in which anvil stopped mining and was kicked (see `kickIfStalled`), over the whole run. */
 let kicked = 0
+/** Of those, the times anvil's pool held only queued transactions and was dropped (see `kickIfStalled`). */
+let dropped = 0
 
 /**
  * anvil 1.7.1 with automine now and then stops mining transactions it holds (foundry-rs/foundry#10122: its pool
@@ -47,16 +49,32 @@ let kicked = 0
  * arrives, so a round whose last sends hit it waits forever (the raw run failed so, 240 of 400 mined, in one of a
  * few runs; a 400-send loop reproduced it in round 77). Once nothing was mined for STALL_MS while the pool holds
  * transactions, one `evm_mine` ends the stall. Such a round is not measured: it is run again.
+ *
+ * A second form: the pool holds the rest of the round only as `queued` (none pending) behind a nonce it no longer
+ * has, yet answers every resend of that nonce "already imported" (37,014 refusals in one dead run); `evm_mine` then
+ * mines empty blocks. Then the pool is dropped (`anvil_dropAllTransactions`) and the caller sends again, in nonce
+ * order, what is not mined (the relayer rebroadcasts its own unmined rows).
  */
 const STALL_MS = 3_000
-const kickIfStalled = async (c: TestChain) => {
-  const pool = await c.pub.request({ method: "txpool_status" } as never).catch(() => undefined)
-  const held =
-    pool === undefined ? 0 : Number((pool as { pending: Hex }).pending) + Number((pool as { queued: Hex }).queued)
-  if (held === 0) return false
-  await c.pub.request({ method: "evm_mine", params: [] } as never)
+/** Pool counts: anvil answers txpool_status with hex quantities. */
+const poolOf = async (c: TestChain) => {
+  const pool = (await c.pub.request({ method: "txpool_status" } as never).catch(() => undefined)) as
+    | { pending: Hex; queued: Hex }
+    | undefined
+  return pool === undefined ? { pending: 0, queued: 0 } : { pending: Number(pool.pending), queued: Number(pool.queued) }
+}
+/** Kicks a stalled anvil; "dropped" when its pool was emptied (the caller must send its unmined transactions again). */
+const kickIfStalled = async (c: TestChain): Promise<"idle" | "mined" | "dropped"> => {
+  const { pending, queued } = await poolOf(c)
+  if (pending + queued === 0) return "idle"
   kicked++
-  return true
+  if (pending === 0) {
+    await c.pub.request({ method: "anvil_dropAllTransactions", params: [] } as never)
+    dropped++
+    return "dropped"
+  }
+  await c.pub.request({ method: "evm_mine", params: [] } as never)
+  return "mined"
 }
 
 /** A round's seconds, and whether anvil had to be kicked in it (then the time is not a measurement). */
@@ -129,18 +147,22 @@ const baseline = async (c: TestChain) => {
       )
     }
     // Nothing mined in the last wait (STALL_MS) though the sends were made: anvil's own stall, not a dropped send.
-    if (mined === minedBefore && (await kickIfStalled(c))) stalled = true
+    const kick = mined === minedBefore ? await kickIfStalled(c) : "idle"
+    if (kick !== "idle") stalled = true
     minedBefore = mined
     const missing = raws.slice(mined - first)
     rebroadcasts += missing.length
-    await Promise.all(
-      missing.map((raw) =>
-        c.pub.request({ method: "eth_sendRawTransaction", params: [raw] }).catch((e: unknown) => {
+    const resend = (raw: Hex) =>
+      c.pub.request({ method: "eth_sendRawTransaction", params: [raw] }).then(
+        () => undefined,
+        (e: unknown) => {
           const why = (e instanceof BaseError ? e.details || e.shortMessage : String(e)).slice(0, 200)
           resendRefusals.set(why, (resendRefusals.get(why) ?? 0) + 1)
-        }),
-      ),
-    )
+        },
+      )
+    // After a drop, one at a time in nonce order: each lands pending, none queued behind a gap again.
+    if (kick === "dropped") for (const raw of missing) await resend(raw)
+    else await Promise.all(missing.map(resend))
   }
   return { seconds: (performance.now() - started) / 1000, stalled } satisfies Round
 }
@@ -173,7 +195,7 @@ const relayedRound = (c: TestChain, round: number) =>
       if (done === N) break
       if (done !== progress.done) progress = { done, at: performance.now() }
       else if (performance.now() - progress.at > STALL_MS) {
-        if (yield* Effect.promise(() => kickIfStalled(c))) stalled = true
+        if ((yield* Effect.promise(() => kickIfStalled(c))) !== "idle") stalled = true
         progress = { done, at: performance.now() }
       }
       yield* Effect.sleep("20 millis")
@@ -241,7 +263,10 @@ const main = async () => {
     )
     if (rebroadcasts > 0) console.log(`  raw sends anvil dropped and the baseline sent again: ${rebroadcasts}`)
     if (kicked > 0)
-      console.log(`  times anvil stalled and was kicked, its round run again (warm-up included): ${kicked}`)
+      console.log(
+        `  times anvil stalled and was kicked, its round run again (warm-up included): ${kicked}` +
+          (dropped > 0 ? ` (${dropped} with its pool dropped)` : ""),
+      )
     console.log(
       `  per round (raw / relayer): ${rounds.map(([b, o]) => `${(N / b).toFixed(0)} / ${(N / o).toFixed(0)}`).join(", ")} tx/s`,
     )
