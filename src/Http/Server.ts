@@ -1,7 +1,6 @@
-import { createServer } from "node:http"
 import { type HttpApi, HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Config, Console, Effect, Layer, Option } from "effect"
+import { Config, Console, Effect, Layer, Option, Runtime } from "effect"
 import { AccessHandlers } from "../Access/Http.ts"
 import { Access } from "../Access.ts"
 import { AccountHandlers } from "../Accounts/Http.ts"
@@ -32,6 +31,7 @@ import { ClientIdentity } from "./ClientIdentity.ts"
 import { globalMiddleware } from "./GlobalMiddleware.ts"
 import { RAW_ROUTES, type Route, routesOf } from "./RouteTable.ts"
 import { AuthenticationLive, DeferredAuthenticationLive } from "./Security.ts"
+import { startingServer } from "./StartingServer.ts"
 import { StreamLive } from "./StreamRoute.ts"
 
 /**
@@ -98,6 +98,14 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
       // A server span per request only when traces are exported (src/Observability/Tracing.ts).
       const tracing = (yield* Effect.serviceOption(Tracing)).pipe(Option.exists((t) => t.enabled))
       const traceRoute = tracing ? routeTemplates([...options.api.routes, ...RAW_ROUTES]) : undefined
+      // A request before the app is attached is answered 503 (src/Http/StartingServer.ts), with a log line of its own.
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      const early = (method: string, status: number, requestId: string) =>
+        void runFork(
+          Effect.logInfo("request before the API was ready").pipe(
+            Effect.annotateLogs({ method, status, request_id: requestId }),
+          ),
+        )
       const serving = HttpApiBuilder.serve(
         globalMiddleware({
           origins: config.deployment.app_origins,
@@ -118,7 +126,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         // The platform's span per request costs a stack capture (with source maps under tsx, most of the
         // request's CPU time) and records the full URL: the global middleware makes its own when tracing.
         HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+        Layer.provideMerge(NodeHttpServer.layer(startingServer(early), { port: options.port, host: options.host })),
       )
       // Announced only once the app is attached: the socket listens as soon as the server is built, and a
       // request that arrived before the app was served would never be answered.

@@ -1,0 +1,78 @@
+import { randomUUID } from "node:crypto"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Effect, Schema } from "effect"
+import { ServiceUnavailable } from "../Domain/Errors.ts"
+import { HealthDegraded } from "../Domain/Health.ts"
+import { acceptRequestId, CurrentRequestId } from "../Domain/RequestId.ts"
+import { encodeEnvelope } from "./Errors.ts"
+
+/** Seconds a client is asked to wait (Retry-After) when it arrives before the API is attached. */
+const RETRY_AFTER_SECONDS = 1
+
+/** Status and body for a request that came before the app: by its path (the query left off). */
+const earlyAnswer = (path: string, id: string, now: Date): { readonly status: number; readonly body: unknown } => {
+  if (path === "/health/live") return { status: 200, body: { status: "live" } }
+  if (path === "/health") {
+    const starting = new HealthDegraded({
+      status: "degraded",
+      ready: false,
+      server_time: now.toISOString(),
+      pending_transactions: 0,
+      chains: [],
+      journal_unpublished: 0,
+      journal_oldest_unpublished_seconds: 0,
+      cluster: { actors: [], mailbox_depth: 0, runners: [] },
+      alerts: [],
+    })
+    return { status: 503, body: Schema.encodeSync(HealthDegraded)(starting) }
+  }
+  const error = new ServiceUnavailable({ message: "the service is starting; retry in a moment" })
+  return {
+    status: ServiceUnavailable.status,
+    body: Effect.runSync(Effect.locally(encodeEnvelope(error), CurrentRequestId, id)),
+  }
+}
+
+/**
+ * The API's node server. `@effect/platform-node` listens as soon as the server is built and attaches the app's
+ * `request` listener only once the API's layers are built (src/Http/Server.ts): node leaves a request that arrives in
+ * between unanswered, so its client waits for its own timeout (the devnet's start-up poll, whose timeout is 2 s,
+ * lost ~1.5 s of a ~9.5 s start to it). Until another `request` listener is added, each request is answered here with the catalogue's
+ * 503 `SERVICE_UNAVAILABLE` (retryable) through the one envelope encoder, with `Retry-After`, `x-request-id` and
+ * `x-server-time`; then this listener removes itself and the app answers everything. The spec's two unversioned
+ * routes keep their own shapes: `/health` answers 503 with the health body (never the envelope): `degraded`, not
+ * ready, no chain checked yet, and 0 for the counts it has not read; `/health/live` answers 200 `{"status":"live"}`
+ * (the process is alive). No CORS headers: a browser's preflight in that window fails and is retried as any failed
+ * request. `early` is told of each such answer (the access line's stand-in: method, status and request id; never
+ * the path, which can hold ids).
+ */
+export const startingServer =
+  (early: (method: string, status: number, requestId: string) => void = () => undefined) =>
+  (): Server => {
+    const server = createServer()
+    const answer = (req: IncomingMessage, res: ServerResponse) => {
+      const id = acceptRequestId(req.headers["x-request-id"] as string | undefined) ?? randomUUID()
+      const now = new Date()
+      const { status, body } = earlyAnswer((req.url ?? "/").split("?")[0]!, id, now)
+      const text = JSON.stringify(body)
+      // The body is not read: the connection closes after the answer rather than parse what it did not want.
+      res.shouldKeepAlive = false
+      res.writeHead(status, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(text),
+        ...(status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {}),
+        "x-request-id": id,
+        "x-server-time": String(now.getTime()),
+      })
+      res.end(text)
+      early(req.method ?? "", status, id)
+    }
+    server.on("request", answer)
+    const attached = (event: string | symbol) => {
+      if (event !== "request") return
+      server.off("request", answer)
+      server.off("newListener", attached)
+    }
+    server.on("newListener", attached)
+    return server
+  }
