@@ -55,9 +55,9 @@ export const startingServer =
       const now = new Date()
       const { status, body } = earlyAnswer((req.url ?? "/").split("?")[0]!, id, now)
       const text = JSON.stringify(body)
-      // The body is not read: the connection closes after the answer rather than parse what it did not want.
-      res.shouldKeepAlive = false
       res.writeHead(status, {
+        // The body is not read: the connection closes after the answer (the next one finds the app attached).
+        connection: "close",
         "content-type": "application/json",
         "content-length": Buffer.byteLength(text),
         ...(status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {}),
