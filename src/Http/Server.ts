@@ -129,7 +129,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         Layer.provideMerge(NodeHttpServer.layer(startingServer(early), { port: options.port, host: options.host })),
       )
       // Announced only once the app is attached: the socket listens as soon as the server is built, and a
-      // request that arrived before the app was served would never be answered.
+      // request that arrives before the app is served is only answered 503 (StartingServer.ts).
       return announce.pipe(Layer.provideMerge(serving))
     }),
   )

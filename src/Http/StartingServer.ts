@@ -37,14 +37,14 @@ const earlyAnswer = (path: string, id: string, now: Date): { readonly status: nu
  * The API's node server. `@effect/platform-node` listens as soon as the server is built and attaches the app's
  * `request` listener only once the API's layers are built (src/Http/Server.ts): node leaves a request that arrives in
  * between unanswered, so its client waits for its own timeout (the devnet's start-up poll, whose timeout is 2 s,
- * lost ~1.5 s of a ~9.5 s start to it). Until another `request` listener is added, each request is answered here with the catalogue's
- * 503 `SERVICE_UNAVAILABLE` (retryable) through the one envelope encoder, with `Retry-After`, `x-request-id` and
- * `x-server-time`; then this listener removes itself and the app answers everything. The spec's two unversioned
- * routes keep their own shapes: `/health` answers 503 with the health body (never the envelope): `degraded`, not
- * ready, no chain checked yet, and 0 for the counts it has not read; `/health/live` answers 200 `{"status":"live"}`
- * (the process is alive). No CORS headers: a browser's preflight in that window fails and is retried as any failed
- * request. `early` is told of each such answer (the access line's stand-in: method, status and request id; never
- * the path, which can hold ids).
+ * lost ~1.5 s of a ~9.5 s start to it). Until another `request` listener is added, each request is answered here
+ * with the catalogue's 503 `SERVICE_UNAVAILABLE` (retryable) through the one envelope encoder, with `Retry-After`,
+ * `x-request-id` and `x-server-time`; then this listener removes itself and the app answers everything. The spec's
+ * two unversioned routes keep their own shapes: `/health` answers 503 with the health body (never the envelope):
+ * `degraded`, not ready, no chain checked yet, and 0 for the counts it has not read; `/health/live` answers 200
+ * `{"status":"live"}` (the process is alive). No CORS headers: a browser's preflight in that window fails and is
+ * retried as any failed request. `early` is told of each such answer (the access line's stand-in: method, status
+ * and request id; never the path, which can hold ids).
  */
 export const startingServer =
   (early: (method: string, status: number, requestId: string) => void = () => undefined) =>
