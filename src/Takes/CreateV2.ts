@@ -12,12 +12,7 @@ import { type CachedSet, cachedSet, rememberSet } from "../Orders/HashlockTreeCa
 import { randomUuid } from "../SecureRandom.ts"
 import { journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 import { TakeNoLiquidity } from "./Errors.ts"
-import {
-  HOLDS_HASHLOCK_INDEX,
-  loadQuoteCandidatesV2,
-  type QuoteCandidateV2Row,
-  toTakeCandidateV2,
-} from "./QuoteCandidatesV2.ts"
+import { loadQuoteCandidatesV2, type QuoteCandidateV2Row, toTakeCandidateV2 } from "./QuoteCandidatesV2.ts"
 import type { TakeSignItem } from "./View.ts"
 
 /** What checkTake let through and the permit context read from the `from` chain (src/Takes/Create.ts). */
@@ -61,28 +56,13 @@ const setKey = (orderId: string, sequence: string | bigint) => `${orderId}/${seq
 const lower = (a: string) => getAddress(a).toLowerCase() as Address
 
 /**
- * The `limit` lowest indexes below `count` that no fill of (order, sequence) holds (HOLDS_HASHLOCK_INDEX). Read
- * under the order row's lock, so no other take hands them out meanwhile; the sweep can only free more.
- */
-const freeIndexes = (orderId: string, sequence: bigint, count: number, limit: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ i: number }>`
-      select i::int from generate_series(0, ${count - 1}::int) i
-      where not exists (
-        select 1 from fills
-        where order_id = ${orderId} and sequence = ${sequence.toString()} and hashlock_index = i
-          and ${sql.unsafe(HOLDS_HASHLOCK_INDEX)})
-      order by i limit ${limit}`.pipe(Effect.map((rows) => rows.map((r) => r.i))),
-  )
-
-/**
  * The v2 take, inside reserveTake's transaction (its advisory lock, client-id check and share lock on the payer's
  * link already taken): routes over v2 quote sets only (src/Takes/QuoteCandidatesV2.ts, order rows locked), then
- * per fill reserves the lowest free hashlock index of its (order, sequence) (freeIndexes: one no fill holds, an
- * index of a fill that expired unsigned being free again, migrations/0029; a set's fills get them in route order;
- * the order rows' locks serialise takes on the same set and fills_hashlock_index refuses a double hold anyway), the
- * hashlock at that index of the published set and its Merkle proof, and builds the v2 Fill
- * (times from takeTimesV2, src/Domain/TakeTimingV2.ts, which explains them) and its digest. `to_sign`: the permit
+ * per fill reserves the lowest free hashlock index of its (order, sequence) (read in the candidates' fresh read
+ * under the locks, QuoteCandidatesV2.ts freeIndexesOf: one no fill holds, an index of a fill that expired unsigned
+ * being free again, migrations/0029; a set's fills get them in route order; the order rows' locks serialise takes
+ * on the same set and fills_hashlock_index refuses a double hold anyway), the hashlock at that index of the
+ * published set and its Merkle proof, and builds the v2 Fill (times from takeTimesV2, src/Domain/TakeTimingV2.ts, which explains them) and its digest. `to_sign`: the permit
  * (Σ amountIn to the taker v2 escrow, deadline payBy), then one `margin_move` per fill with its claimed `digest`.
  * The take, its fills and its journal row are then one statement.
  * No secret exists here: the maker derives them and reveals on chain.
@@ -98,6 +78,8 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
       takerEscrow,
       lockCutoffSeconds: c.deployment.settlement.lock_cutoff_seconds,
       forUpdate: true,
+      // A set gives a take at most max_parts fills, each its own index.
+      freeIndexes: c.maxParts,
     })
     const byKey = new Map<string, QuoteCandidateV2Row>()
     const candidates: Array<TakeCandidate> = []
@@ -142,11 +124,6 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
     // Per set: the published hashlocks' tree (built once) and its free indexes, lowest first, one per route fill.
     const trees = new Map<string, CachedSet>()
     const free = new Map<string, Array<number>>()
-    const wanted = new Map<string, number>()
-    for (const part of route.fills) {
-      const key = setKey(part.orderId, part.sequence)
-      wanted.set(key, (wanted.get(key) ?? 0) + 1)
-    }
     const journalFills: Array<Record<string, string | number>> = []
     const fillRows: Array<FillRow> = []
     for (const part of route.fills) {
@@ -168,9 +145,7 @@ export const reserveTakeV2 = (c: TakeV2Context) =>
         trees.set(key, set)
       }
       const { tree, hashlocks } = trees.get(key)!
-      if (!free.has(key)) {
-        free.set(key, yield* freeIndexes(part.orderId, part.sequence, row.hashlock_count, wanted.get(key)!))
-      }
+      if (!free.has(key)) free.set(key, [...(row.free_indexes ?? [])])
       const index = free.get(key)!.shift()
       // The router gives a set at most hashlocksLeft fills, counted under the same order row lock.
       if (index === undefined) return yield* Effect.dieMessage(`quote set ${key}: no free hashlock index left`)

@@ -51,6 +51,20 @@ const HELD_INDEXES = `
   select count(*) as held from fills h
   where h.order_id = s.order_id and h.sequence = s.sequence and ${HOLDS_HASHLOCK_INDEX}`
 
+/**
+ * The `limit` lowest hashlock indexes of the candidate set `s` that no fill holds, lowest first (a take's fills get
+ * them in route order). They all lie below held + limit (at most `held` of those are held) and below the count; one
+ * set difference over that range and the set's held indexes (an index range read, as HELD_INDEXES's), not a probe
+ * per index. Read in the same statement as `n.held`, so both see the same fills.
+ */
+const freeIndexesOf = (sql: SqlClient.SqlClient, limit: number) => sql`
+  array(
+    select g.i from generate_series(0, least(s.hashlock_count, n.held::int + ${limit}::int) - 1) g(i)
+    except
+    select h.hashlock_index from fills h
+    where h.order_id = s.order_id and h.sequence = s.sequence and ${sql.unsafe(HOLDS_HASHLOCK_INDEX)}
+    order by 1 limit ${limit}::int)`
+
 /** A v2 candidate row: v1's fields plus the order's owner and the set's hashlock state. */
 export interface QuoteCandidateV2Row extends QuoteCandidateRow {
   /** The order's owner (lowercase): the Fill's `owner`, half of the escrow's order key. */
@@ -60,14 +74,21 @@ export interface QuoteCandidateV2Row extends QuoteCandidateRow {
   readonly hashlock_count: number
   /** How many of the set's hashlock indexes fills hold (HOLDS_HASHLOCK_INDEX). */
   readonly hashlocks_held: number
+  /** With `freeIndexes`: the set's lowest free hashlock indexes, at most that many (freeIndexesOf); else null. */
+  readonly free_indexes: ReadonlyArray<number> | null
 }
 
 export interface CandidateQueryV2 extends CandidateQuery {
   /** The `from` venue's SettlementEscrowV2: quotes must pay into it. */
   readonly takerEscrow: string
+  /**
+   * With `forUpdate`: also read each set's lowest free hashlock indexes, at most this many (the take's max_parts),
+   * in the fresh read under the order rows' locks, so the take needs no statement of its own for them.
+   */
+  readonly freeIndexes?: number
 }
 
-const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean) =>
+const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean, free?: number) =>
   sql<QuoteCandidateV2Row>`
       with ${sql.unsafe(RESERVATIONS_V2_CTE)},
       order_reserved as (select order_id, sum(amount) as amount from reserved_unindexed group by order_id)
@@ -76,6 +97,7 @@ const candidates = (sql: SqlClient.SqlClient, q: CandidateQueryV2, lock: boolean
              (q.ordinality - 1)::int as quote_index, q.quote, s.quote_size::text as quote_size, s.valid_until,
              s.signature, s.issued_at::text as issued_at, s.hashlock_root, s.hashlock_count,
              n.held::int as hashlocks_held,
+             ${free === undefined ? sql.unsafe("null::int[]") : freeIndexesOf(sql, free)} as free_indexes,
              greatest(e.available - coalesce(r.amount, 0), 0)::text as quotable,
              greatest(s.quote_size - u.amount, 0)::text as set_remaining
       from quote_sets s
@@ -118,7 +140,7 @@ export const loadQuoteCandidatesV2 = (q: CandidateQueryV2) =>
     if (q.forUpdate !== true) return candidates(sql, q, false)
     return Effect.gen(function* () {
       const locked = new Set((yield* candidates(sql, q, true)).map((r) => r.order_id))
-      const fresh = yield* candidates(sql, q, false)
+      const fresh = yield* candidates(sql, q, false, q.freeIndexes)
       return fresh.filter((r) => locked.has(r.order_id))
     })
   })

@@ -34,6 +34,7 @@ import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { v2Cursor } from "../../src/Escrow/ChainIndexV2.ts"
 import { chainStatus } from "../../src/Escrow/ChainStatus.ts"
 import { flagIfFading } from "../../src/Settlement/RepoV2.ts"
+import { loadQuoteCandidatesV2, type QuoteCandidateV2Row } from "../../src/Takes/QuoteCandidatesV2.ts"
 import { expireUnsignedTakes } from "../../src/Takes/Repo.ts"
 import { account, sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
@@ -535,6 +536,59 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
         { i: 1, n: 1 },
         { i: 2, n: 1 },
       ])
+    }),
+  )
+
+  it.effect("a take's free indexes come with its candidates under the lock: gaps first, at most max_parts", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { deployment } = yield* AppConfig
+      const M = yield* v2Maker({ amount: 10_000_000n, count: 6 })
+      yield* catchUp("hyperliquid")
+      yield* only([M.orderId])
+      const takers = yield* Effect.all([taker, taker, taker, taker, taker])
+      const takeIds: Array<string> = []
+      for (const t of takers.slice(0, 4)) {
+        const res = yield* post(`${base}/v1/takes`, takeBody(t, { amount_in: "1000", max_parts: 1 }), bearer(t.token))
+        takeIds.push(ok(res).take.id)
+      }
+      // Indexes 0-3 held; the takes holding 1 and 3 expire unsigned: held {0, 2} of 6.
+      yield* sql`update takes set pay_deadline = now() - interval '1 second'
+        where id in (${takeIds[1]!}::uuid, ${takeIds[3]!}::uuid)`
+      expect(yield* expireUnsignedTakes()).toBe(2)
+
+      const from = deployment.venues.find((v) => v.id === "aster")!
+      const read = (freeIndexes?: number) =>
+        sql.withTransaction(
+          loadQuoteCandidatesV2({
+            from: { id: from.id, chainId: from.chain_id, token: from.token },
+            to: "hyperliquid",
+            takerEscrow: from.escrow_v2!.address,
+            lockCutoffSeconds: deployment.settlement.lock_cutoff_seconds,
+            forUpdate: true,
+            ...(freeIndexes === undefined ? {} : { freeIndexes }),
+          }),
+        )
+      const freeOf = (rows: ReadonlyArray<QuoteCandidateV2Row>, held = 2) => {
+        expect(rows.length).toBeGreaterThan(0)
+        expect(rows.every((r) => r.order_id === M.orderId && r.hashlocks_held === held)).toBe(true)
+        return rows[0]!.free_indexes
+      }
+      // The lowest free ones below held + limit, then the count bounds them; none asked, none read.
+      expect(freeOf(yield* read(1))).toEqual([1])
+      expect(freeOf(yield* read(3))).toEqual([1, 3, 4])
+      expect(freeOf(yield* read(8))).toEqual([1, 3, 4, 5])
+      expect(freeOf(yield* read())).toBeNull()
+
+      // The next take gets the lowest: the gap at 1.
+      const next = yield* post(
+        `${base}/v1/takes`,
+        takeBody(takers[4]!, { amount_in: "1000" }),
+        bearer(takers[4]!.token),
+      )
+      expect(ok(next).take.fills.map((f) => f.hashlock_index)).toEqual([1])
+      expect(freeOf(yield* read(8), 3)).toEqual([3, 4, 5])
     }),
   )
 
