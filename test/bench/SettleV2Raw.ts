@@ -67,8 +67,15 @@ export const rawOrder = (s: V2Stack, amount: bigint) =>
   })
 export type RawOrder = Effect.Effect.Success<ReturnType<typeof rawOrder>>
 
-/** The take's signed rows, extracted and removed from the database (the service must not see them). */
+/**
+ * The take's signed rows, extracted and removed from the database in one transaction: the service never sees them
+ * (committed, a signed take woke its settlement, whose lock the escrow refused: NotOperator, the raw order's operator
+ * being the take's own key).
+ */
 export const rawSign = (s: V2Stack, o: RawOrder) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(signAndExtract(s, o)))
+
+const signAndExtract = (s: V2Stack, o: RawOrder) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const payKey = fresh()
