@@ -62,8 +62,9 @@ const lower = (a: string) => getAddress(a).toLowerCase() as Address
  * under the locks, QuoteCandidatesV2.ts freeIndexesOf: one no fill holds, an index of a fill that expired unsigned
  * being free again, migrations/0029; a set's fills get them in route order; the order rows' locks serialise takes
  * on the same set and fills_hashlock_index refuses a double hold anyway), the hashlock at that index of the
- * published set and its Merkle proof, and builds the v2 Fill (times from takeTimesV2, src/Domain/TakeTimingV2.ts, which explains them) and its digest. `to_sign`: the permit
- * (Σ amountIn to the taker v2 escrow, deadline payBy), then one `margin_move` per fill with its claimed `digest`.
+ * published set and its Merkle proof, and builds the v2 Fill (times from takeTimesV2, src/Domain/TakeTimingV2.ts,
+ * which explains them) and its digest. `to_sign`: the permit (Σ amountIn to the taker v2 escrow, deadline payBy),
+ * then one `margin_move` per fill with its claimed `digest`.
  * The take, its fills and its journal row are then one statement.
  * No secret exists here: the maker derives them and reveals on chain.
  */
