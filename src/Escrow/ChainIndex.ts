@@ -46,130 +46,145 @@ export interface IngestPage {
 }
 
 /**
- * A page's writes in one transaction; an empty page is its one guarded statement (the cursor's move), atomic alone,
- * so it runs without BEGIN and COMMIT: two of its three round trips. Most pages are empty (a watcher pages every
- * new head): in a statement log of the settle bench they were 885 of its 5,229 statements.
- */
-export const inOneTransaction = <A, E, R>(sql: SqlClient.SqlClient, events: number, page: Effect.Effect<A, E, R>) =>
-  events === 0 ? page : sql.withTransaction(page)
-
-/**
- * Indexes one page in one transaction: the cursor row is locked and must still be `fromBlock - 1`
- * (so a page is applied exactly once even if two watchers overlap during a hand-over), the events
- * are inserted, the rows they touch are loaded, folded and written back, and the cursor moves to
- * `toBlock`. One journal row summarises a page that held events.
+ * Indexes one page in one statement, so in one transaction of its own: the cursor row must still be `fromBlock - 1`
+ * (so a page is applied exactly once even if two watchers overlap during a hand-over), the blocks and events are
+ * inserted, the rows the events touch are written back folded, and one journal row summarises a page that held
+ * events, its wake-ups sent with it. The cursor moves to `toBlock`.
+ *
+ * The fold's rows are read before the statement, outside any transaction. They are the rows the page applies to
+ * whenever its guard holds: only the venue's watcher writes these tables, always in a statement that also moves
+ * the cursor forward, so had any of them changed since the read, the cursor would no longer be `fromBlock - 1` and
+ * the statement would write nothing. Two round trips a page with events (read, statement), one for an empty page;
+ * it was five in a transaction (BEGIN, move, read, writes, COMMIT).
  */
 export const ingestPage = (
   page: IngestPage,
 ): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    inOneTransaction(
-      sql,
-      page.events.length,
-      Effect.gen(function* () {
-        const { venue, events } = page
-        const toHash = page.toHash.toLowerCase()
-        // The blocks the page records: each event's, and its end (the cursor's hash, re-checked at every poll).
-        const blocks = new Map<string, string>()
-        for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
-        blocks.set(page.toBlock.toString(), toHash)
-        // One statement: moving the cursor both checks it (still fromBlock - 1) and locks the row until commit, and
-        // the page's blocks and events are inserted only if it moved. A second writer blocks on the row, then finds
-        // the cursor moved and changes nothing. The args travel as one JSON array (a text[] of JSON would be
-        // escaped element by element).
-        const moved = yield* sql<{ venue: string }>`
-          with moved as (
-            update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
-              updated_at = now()
-            where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
-            returning venue
-          ), recorded as (
-            insert into chain_blocks (venue, block_number, block_hash)
-            select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
-            where exists (select from moved)
-            on conflict do nothing
-          ), inserted as (
-            insert into escrow_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
-            select ${venue}, b, l, bh, th, c, e, a from rows from (
-              unnest(${events.map((e) => e.blockNumber.toString())}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
-              unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
-              unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]), unnest(${events.map((e) => e.contract)}::text[]),
-              unnest(${events.map((e) => e.decoded.eventName)}::text[]),
-              jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
-            ) as t(b, l, bh, th, c, e, a)
-            where exists (select from moved)
-          )
-          select venue from moved`
-        if (moved.length === 0) {
-          const [cursor] = yield* sql<{ b: string | null }>`
-            select indexed_block::text as b from chain_status where venue = ${venue}`
-          const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
-          return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
-        }
-        if (events.length > 0) {
-          const state = yield* loadTouched(venue, touchedKeys(events))
-          const { fills, closes, nonces } = applyEvents(state, events)
-          const writes = stateWrites(sql, venue, state)
-          if (fills.length > 0) {
-            writes.push(sql`
-              insert into escrow_fills (venue, fill_id, side, fill, fill_digest, quote_set_digest, quote_index, tx_hash,
-                block_number, block_hash)
-              select ${venue}, * from rows from (
-                unnest(${fills.map((f) => f.fillId)}::text[]), unnest(${fills.map((f) => f.side)}::text[]),
-                jsonb_array_elements(${JSON.stringify(fills.map((f) => f.fill))}::jsonb),
-                unnest(${fills.map((f) => f.fillDigest)}::text[]), unnest(${fills.map((f) => f.quoteSetDigest)}::text[]),
-                unnest(${fills.map((f) => (f.quoteIndex === null ? null : f.quoteIndex.toString()))}::bigint[]),
-                unnest(${fills.map((f) => f.txHash)}::text[]), unnest(${fills.map((f) => f.blockNumber.toString())}::bigint[]),
-                unnest(${fills.map((f) => f.blockHash)}::text[]))
-              on conflict do nothing`)
-          }
-          if (closes.length > 0) {
-            writes.push(sql`
-              insert into escrow_closes (venue, block_number, log_index, order_id, owner, caller, amount, dex, to_margin,
-                refused, by_operator, nonce, tx_hash, block_hash)
-              select ${venue}, * from unnest(
-                ${closes.map((c) => c.blockNumber.toString())}::bigint[], ${closes.map((c) => c.logIndex)}::int[],
-                ${closes.map((c) => c.orderId)}::text[], ${closes.map((c) => c.owner)}::text[],
-                ${closes.map((c) => c.caller)}::text[], ${closes.map((c) => c.amount.toString())}::numeric[],
-                ${closes.map((c) => c.dex)}::bigint[], ${closes.map((c) => c.toMargin)}::bool[],
-                ${closes.map((c) => c.refused)}::bool[], ${closes.map((c) => c.byOperator)}::bool[],
-                ${closes.map((c) => c.nonce.toString())}::numeric[], ${closes.map((c) => c.txHash)}::text[],
-                ${closes.map((c) => c.blockHash)}::text[])`)
-          }
-          if (nonces.length > 0) {
-            writes.push(sql`
-              insert into escrow_used_nonces (venue, owner, nonce, reason, block_number, block_hash)
-              select ${venue}, * from unnest(
-                ${nonces.map((n) => n.owner)}::text[], ${nonces.map((n) => n.nonce.toString())}::numeric[],
-                ${nonces.map((n) => n.reason)}::text[], ${nonces.map((n) => n.blockNumber.toString())}::bigint[],
-                ${nonces.map((n) => n.blockHash)}::text[])
-              on conflict do nothing`)
-          }
-          const kinds: Record<string, number> = {}
-          for (const e of events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
-          const summary = {
-            kind: "chain.indexed",
-            master: null,
-            payload: {
-              venue,
-              chain_id: page.chainId,
-              from_block: page.fromBlock.toString(),
-              to_block: page.toBlock.toString(),
-              events: events.length,
-              kinds,
-            },
-          }
-          // Every write of the fold and the page's journal row with its wake-ups: one statement, one round trip (a
-          // data-modifying CTE runs once and to completion whether or not the query reads it; no two touch one
-          // table, and these tables have no triggers or foreign keys between them).
-          const ctes = writes.map((w, i) => sql`${sql.literal(`w${i}`)} as (${w})`)
-          ctes.push(sql`appended as (${journalRowsInsert(sql, [summary])})`)
-          yield* sql`with ${sql.csv(ctes)} ${journalNotify(sql, page.notify ?? [])} where exists (select 1 from appended)`
-        }
-        return events.length
-      }),
-    ),
+    Effect.gen(function* () {
+      const { venue, events } = page
+      const toHash = page.toHash.toLowerCase()
+      // The blocks the page records: each event's, and its end (the cursor's hash, re-checked at every poll).
+      const blocks = new Map<string, string>()
+      for (const e of events) blocks.set(e.blockNumber.toString(), e.blockHash.toLowerCase())
+      blocks.set(page.toBlock.toString(), toHash)
+      const guard = sql`exists (select from moved)`
+      const writes = events.length === 0 ? [] : yield* foldedWrites(sql, page, guard)
+      // Moving the cursor both checks it (still fromBlock - 1) and locks the row until commit; every other write of
+      // the statement is guarded by it. A second writer blocks on the row, then finds the cursor moved and changes
+      // nothing. A data-modifying CTE runs once and to completion whether or not the query reads it; no two touch
+      // one table, and these tables have no triggers or foreign keys between them. The args travel as one JSON array
+      // (a text[] of JSON would be escaped element by element).
+      const none = sql.literal("")
+      const ctes = writes.map((w, i) => sql`, ${sql.literal(`w${i}`)} as (${w})`)
+      const journal =
+        events.length === 0 ? none : sql`, appended as (${journalRowsInsert(sql, [pageSummary(page)], guard)})`
+      // The wake-ups go out with the journal row (NOTIFY is delivered at commit), only for a page that moved.
+      const wake =
+        events.length === 0
+          ? none
+          : sql`, (select count(*) from (${journalNotify(sql, page.notify ?? [])}
+              where exists (select 1 from appended)) as n) as notified`
+      const moved = yield* sql<{ venue: string }>`
+        with moved as (
+          update chain_status set indexed_block = ${page.toBlock.toString()}, indexed_hash = ${toHash},
+            updated_at = now()
+          where venue = ${venue} and indexed_block = ${(page.fromBlock - 1n).toString()}
+          returning venue
+        ), recorded as (
+          insert into chain_blocks (venue, block_number, block_hash)
+          select ${venue}, * from unnest(${[...blocks.keys()]}::bigint[], ${[...blocks.values()]}::text[])
+          where ${guard}
+          on conflict do nothing
+        ), inserted as (
+          insert into escrow_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
+          select ${venue}, b, l, bh, th, c, e, a from rows from (
+            unnest(${events.map((e) => e.blockNumber.toString())}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
+            unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
+            unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]), unnest(${events.map((e) => e.contract)}::text[]),
+            unnest(${events.map((e) => e.decoded.eventName)}::text[]),
+            jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
+          ) as t(b, l, bh, th, c, e, a)
+          where ${guard}
+        )${sql.join("", false, "")(ctes)}${journal}
+        select venue${wake} from moved`
+      if (moved.length === 0) {
+        const [cursor] = yield* sql<{ b: string | null }>`
+          select indexed_block::text as b from chain_status where venue = ${venue}`
+        const actual = cursor?.b === undefined || cursor.b === null ? null : BigInt(cursor.b)
+        return yield* Effect.fail(new CursorMoved({ venue, expected: page.fromBlock - 1n, actual }))
+      }
+      return events.length
+    }),
   )
+
+/** The page's journal row: its range and how many events of each kind it held. */
+const pageSummary = (page: IngestPage) => {
+  const kinds: Record<string, number> = {}
+  for (const e of page.events) kinds[e.decoded.eventName] = (kinds[e.decoded.eventName] ?? 0) + 1
+  return {
+    kind: "chain.indexed",
+    master: null,
+    payload: {
+      venue: page.venue,
+      chain_id: page.chainId,
+      from_block: page.fromBlock.toString(),
+      to_block: page.toBlock.toString(),
+      events: page.events.length,
+      kinds,
+    },
+  }
+}
+
+/**
+ * The page's events folded into the rows they touch (read now, see ingestPage), as guarded statement fragments: the
+ * touched rows' upserts and the fills, closes and used nonces the events record.
+ */
+const foldedWrites = (sql: SqlClient.SqlClient, page: IngestPage, guard: Statement.Fragment) =>
+  Effect.map(loadTouched(page.venue, touchedKeys(page.events)), (state) => {
+    const venue = page.venue
+    const { fills, closes, nonces } = applyEvents(state, page.events)
+    const writes = stateWrites(sql, venue, state, guard)
+    if (fills.length > 0) {
+      writes.push(sql`
+        insert into escrow_fills (venue, fill_id, side, fill, fill_digest, quote_set_digest, quote_index, tx_hash,
+          block_number, block_hash)
+        select ${venue}, * from rows from (
+          unnest(${fills.map((f) => f.fillId)}::text[]), unnest(${fills.map((f) => f.side)}::text[]),
+          jsonb_array_elements(${JSON.stringify(fills.map((f) => f.fill))}::jsonb),
+          unnest(${fills.map((f) => f.fillDigest)}::text[]), unnest(${fills.map((f) => f.quoteSetDigest)}::text[]),
+          unnest(${fills.map((f) => (f.quoteIndex === null ? null : f.quoteIndex.toString()))}::bigint[]),
+          unnest(${fills.map((f) => f.txHash)}::text[]), unnest(${fills.map((f) => f.blockNumber.toString())}::bigint[]),
+          unnest(${fills.map((f) => f.blockHash)}::text[]))
+        where ${guard}
+        on conflict do nothing`)
+    }
+    if (closes.length > 0) {
+      writes.push(sql`
+        insert into escrow_closes (venue, block_number, log_index, order_id, owner, caller, amount, dex, to_margin,
+          refused, by_operator, nonce, tx_hash, block_hash)
+        select ${venue}, * from unnest(
+          ${closes.map((c) => c.blockNumber.toString())}::bigint[], ${closes.map((c) => c.logIndex)}::int[],
+          ${closes.map((c) => c.orderId)}::text[], ${closes.map((c) => c.owner)}::text[],
+          ${closes.map((c) => c.caller)}::text[], ${closes.map((c) => c.amount.toString())}::numeric[],
+          ${closes.map((c) => c.dex)}::bigint[], ${closes.map((c) => c.toMargin)}::bool[],
+          ${closes.map((c) => c.refused)}::bool[], ${closes.map((c) => c.byOperator)}::bool[],
+          ${closes.map((c) => c.nonce.toString())}::numeric[], ${closes.map((c) => c.txHash)}::text[],
+          ${closes.map((c) => c.blockHash)}::text[])
+        where ${guard}`)
+    }
+    if (nonces.length > 0) {
+      writes.push(sql`
+        insert into escrow_used_nonces (venue, owner, nonce, reason, block_number, block_hash)
+        select ${venue}, * from unnest(
+          ${nonces.map((n) => n.owner)}::text[], ${nonces.map((n) => n.nonce.toString())}::numeric[],
+          ${nonces.map((n) => n.reason)}::text[], ${nonces.map((n) => n.blockNumber.toString())}::bigint[],
+          ${nonces.map((n) => n.blockHash)}::text[])
+        where ${guard}
+        on conflict do nothing`)
+    }
+    return writes
+  })
 
 /**
  * The tables `loadTouched` reads by key while pages add to them: the watcher keeps their planner statistics current
@@ -177,7 +192,7 @@ export const ingestPage = (
  */
 export const TOUCHED_TABLES = ["escrow_orders", "escrow_balances", "escrow_locks", "escrow_payments", "legacy_offers"]
 
-/** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
+/** Loads exactly the rows a page touches (current while the cursor has not moved: see ingestPage). */
 const loadTouched = (venue: string, keys: TouchedKeys) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
@@ -221,9 +236,15 @@ const loadTouched = (venue: string, keys: TouchedKeys) =>
 
 /**
  * The upserts of every row of `state` (the touched ones: that is all `loadTouched` + the fold put there), one
- * statement fragment per table with rows, with column arrays (unnest) whatever the number of rows.
+ * statement fragment per table with rows, with column arrays (unnest) whatever the number of rows, each written only
+ * where `guard` holds.
  */
-const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState): Array<Statement.Fragment> => {
+const stateWrites = (
+  sql: SqlClient.SqlClient,
+  venue: string,
+  state: IndexState,
+  guard: Statement.Fragment,
+): Array<Statement.Fragment> => {
   const writes: Array<Statement.Fragment> = []
   const orders = [...state.orders.values()]
   if (orders.length > 0) {
@@ -236,6 +257,7 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
         ${orders.map((o) => o.available.toString())}::numeric[], ${orders.map((o) => o.locked.toString())}::numeric[],
         ${orders.map((o) => o.createdBlock.toString())}::bigint[], ${orders.map((o) => o.blockNumber.toString())}::bigint[],
         ${orders.map((o) => o.blockHash)}::text[])
+      where ${guard}
       on conflict (venue, order_id) do update set owner = excluded.owner, operator = excluded.operator,
         quote_signer = excluded.quote_signer, available = excluded.available, locked = excluded.locked,
         block_number = excluded.block_number, block_hash = excluded.block_hash`)
@@ -247,6 +269,7 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
       select ${venue}, * from unnest(
         ${balances.map((b) => b.owner)}::text[], ${balances.map((b) => b.balance.toString())}::numeric[],
         ${balances.map((b) => b.blockNumber.toString())}::bigint[], ${balances.map((b) => b.blockHash)}::text[])
+      where ${guard}
       on conflict (venue, owner) do update set balance = excluded.balance,
         block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
@@ -263,6 +286,7 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
         ${locks.map((l) => l.refused)}::bool[], ${locks.map((l) => l.secret)}::text[],
         ${locks.map((l) => l.createdBlock.toString())}::bigint[], ${locks.map((l) => l.blockNumber.toString())}::bigint[],
         ${locks.map((l) => l.blockHash)}::text[])
+      where ${guard}
       on conflict (venue, fill_id) do update set state = excluded.state, refused = excluded.refused,
         secret = excluded.secret, amount_out = excluded.amount_out,
         block_number = excluded.block_number, block_hash = excluded.block_hash`)
@@ -279,6 +303,7 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
         ${payments.map((p) => p.state)}::text[], ${payments.map((p) => p.secret)}::text[],
         ${payments.map((p) => p.createdBlock.toString())}::bigint[],
         ${payments.map((p) => p.blockNumber.toString())}::bigint[], ${payments.map((p) => p.blockHash)}::text[])
+      where ${guard}
       on conflict (venue, fill_id) do update set state = excluded.state, secret = excluded.secret,
         block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }
@@ -293,6 +318,7 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexState)
         ${legacy.map((o) => o.refundAt.toString())}::bigint[], ${legacy.map((o) => o.reclaimed)}::bool[],
         ${legacy.map((o) => o.createdBlock.toString())}::bigint[], ${legacy.map((o) => o.blockNumber.toString())}::bigint[],
         ${legacy.map((o) => o.blockHash)}::text[])
+      where ${guard}
       on conflict (venue, contract, offer_id) do update set reclaimed = excluded.reclaimed,
         block_number = excluded.block_number, block_hash = excluded.block_hash`)
   }

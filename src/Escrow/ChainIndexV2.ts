@@ -11,7 +11,7 @@ import {
 import { jsonSafeText } from "../Chain/EscrowLogs.ts"
 import type { IndexedEventV2 } from "../Chain/EscrowLogsV2.ts"
 import type { Notification } from "../Sql/Journal.ts"
-import { CursorMoved, inOneTransaction } from "./ChainIndex.ts"
+import { CursorMoved } from "./ChainIndex.ts"
 import type { RawLock, RawOrder, RawPayment } from "./ChainIndexRowsV2.ts"
 
 /**
@@ -72,85 +72,109 @@ const s = (n: bigint | number) => n.toString()
 const sOrNull = (n: bigint | null) => (n === null ? null : n.toString())
 
 /**
- * Indexes one page of v2 events in one transaction (see the module note; an empty page is its one statement, see
- * inOneTransaction). Returns the number of events.
+ * Indexes one page of v2 events in one statement, as the v1 page does (src/Escrow/ChainIndex.ts ingestPage, which
+ * says why the touched rows read before it are the ones it applies to): the cursor's move guards every other write.
+ * Two round trips a page with events (its reads, the statement), one for an empty page. Returns the number of events.
  */
 export const ingestV2Page = (
   page: IngestV2Page,
 ): Effect.Effect<number, CursorMoved | SqlError.SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    inOneTransaction(
-      sql,
-      page.events.length,
-      Effect.gen(function* () {
-        const { venue, events } = page
-        // One statement: moving the cursor both checks it (still fromBlock - 1) and locks its row until commit, and
-        // the page's events are inserted only if it moved (as the v1 page does, src/Escrow/ChainIndex.ts).
-        const moved = yield* sql<{ venue: string }>`
-          with moved as (
-            update escrow_v2_cursor set indexed_block = ${s(page.toBlock)}, indexed_hash = ${page.toHash.toLowerCase()},
-              updated_at = now()
-            where venue = ${venue} and indexed_block = ${s(page.fromBlock - 1n)}
-            returning venue
-          ), inserted as (
-            insert into escrow_v2_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
-            select ${venue}, b, l, bh, th, c, e, a from rows from (
-              unnest(${events.map((e) => s(e.blockNumber))}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
-              unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
-              unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]),
-              unnest(${events.map((e) => e.contract)}::text[]), unnest(${events.map((e) => e.decoded.eventName)}::text[]),
-              jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
-            ) as t(b, l, bh, th, c, e, a)
-            where exists (select from moved)
-          )
-          select venue from moved`
-        if (moved.length === 0) {
-          const cursor = yield* v2Cursor(venue)
-          return yield* Effect.fail(
-            new CursorMoved({ venue, expected: page.fromBlock - 1n, actual: cursor?.indexedBlock ?? null }),
-          )
-        }
-        if (events.length === 0) return 0
-        const keys = touchedKeysV2(events)
-        const state = yield* loadTouched(venue, keys)
-        const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
-        if (more.length > 0) yield* loadBalances(venue, more, state)
-        const { secrets } = applyEventsV2(state, events)
-        const writes = stateWrites(sql, venue, state)
-        if (secrets.length > 0) {
-          writes.push(sql`
-            insert into escrow_v2_secrets ${sql.insert(
-              secrets.map((x) => ({
-                venue,
-                fill_digest: x.fillDigest,
-                event: x.event,
-                hashlock: x.hashlock,
-                secret: x.secret,
-                tx_hash: x.txHash,
-                block_number: s(x.blockNumber),
-                block_hash: x.blockHash,
-              })),
-            )} on conflict do nothing`)
-        }
-        // The fold's writes and the page's wake-ups: one statement, one round trip (a data-modifying CTE runs once and
-        // to completion whether or not the query reads it; no two touch one table, and these tables have no triggers
-        // or foreign keys between them). The notifications are delivered at the page's commit.
-        const notify = page.notify ?? []
-        const wake =
-          notify.length > 0
-            ? sql`select pg_notify(n.channel, n.payload)
-                from unnest(${notify.map((n) => n.channel)}::text[], ${notify.map((n) => n.payload)}::text[])
-                  as n(channel, payload)`
-            : sql`select 1`
-        if (writes.length > 0) {
-          yield* sql`with ${sql.csv(writes.map((w, i) => sql`${sql.literal(`w${i}`)} as (${w})`))} ${wake}`
-        } else if (notify.length > 0) {
-          yield* wake
-        }
-        return events.length
-      }),
-    ),
+    Effect.gen(function* () {
+      const { venue, events } = page
+      const guard = sql`exists (select from moved)`
+      const writes = events.length === 0 ? [] : yield* foldedWrites(sql, page, guard)
+      // The page's wake-ups, delivered at its commit, and only for a page with events that moved.
+      const notify = events.length === 0 ? [] : (page.notify ?? [])
+      const wake =
+        notify.length === 0
+          ? sql.literal("")
+          : sql`, (select count(*) from (select pg_notify(n.channel, n.payload)
+              from unnest(${notify.map((n) => n.channel)}::text[], ${notify.map((n) => n.payload)}::text[])
+                as n(channel, payload)) as n) as notified`
+      // Moving the cursor both checks it (still fromBlock - 1) and locks its row until commit; the events and the
+      // fold's writes are guarded by it. A data-modifying CTE runs once and to completion whether or not the query
+      // reads it; no two touch one table, and these tables have no triggers or foreign keys between them.
+      const moved = yield* sql<{ venue: string }>`
+        with moved as (
+          update escrow_v2_cursor set indexed_block = ${s(page.toBlock)}, indexed_hash = ${page.toHash.toLowerCase()},
+            updated_at = now()
+          where venue = ${venue} and indexed_block = ${s(page.fromBlock - 1n)}
+          returning venue
+        ), inserted as (
+          insert into escrow_v2_events (venue, block_number, log_index, block_hash, tx_hash, contract, event, args)
+          select ${venue}, b, l, bh, th, c, e, a from rows from (
+            unnest(${events.map((e) => s(e.blockNumber))}::bigint[]), unnest(${events.map((e) => e.logIndex)}::int[]),
+            unnest(${events.map((e) => e.blockHash.toLowerCase())}::text[]),
+            unnest(${events.map((e) => e.txHash.toLowerCase())}::text[]),
+            unnest(${events.map((e) => e.contract)}::text[]), unnest(${events.map((e) => e.decoded.eventName)}::text[]),
+            jsonb_array_elements(${jsonSafeText(events.map((e) => e.decoded.args))}::jsonb)
+          ) as t(b, l, bh, th, c, e, a)
+          where ${guard}
+        )${sql.join("", false, "")(writes.map((w, i) => sql`, ${sql.literal(`w${i}`)} as (${w})`))}
+        select venue${wake} from moved`
+      if (moved.length === 0) {
+        const cursor = yield* v2Cursor(venue)
+        return yield* Effect.fail(
+          new CursorMoved({ venue, expected: page.fromBlock - 1n, actual: cursor?.indexedBlock ?? null }),
+        )
+      }
+      return events.length
+    }),
   )
+
+/** The page's events folded into the rows they touch (read now), as guarded writes: the rows' upserts and secrets. */
+const foldedWrites = (sql: SqlClient.SqlClient, page: IngestV2Page, guard: Statement.Fragment) =>
+  Effect.gen(function* () {
+    const { venue, events } = page
+    const keys = touchedKeysV2(events)
+    const state = yield* loadTouched(venue, keys)
+    const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
+    if (more.length > 0) yield* loadBalances(venue, more, state)
+    const { secrets } = applyEventsV2(state, events)
+    const writes = stateWrites(sql, venue, state, guard)
+    if (secrets.length > 0) {
+      writes.push(
+        guardedRows(
+          sql,
+          "escrow_v2_secrets",
+          secrets.map((x) => ({
+            venue,
+            fill_digest: x.fillDigest,
+            event: x.event,
+            hashlock: x.hashlock,
+            secret: x.secret,
+            tx_hash: x.txHash,
+            block_number: s(x.blockNumber),
+            block_hash: x.blockHash,
+          })),
+          guard,
+          "on conflict do nothing",
+        ),
+      )
+    }
+    return writes
+  })
+
+/**
+ * `insert into table` of `rows` where `guard` holds, then `conflict`. The rows travel as one JSON array, typed by the
+ * table's own row type (`jsonb_populate_recordset`): a guard needs a SELECT, where a VALUES list's parameters would
+ * not take the columns' types. Values are JSON-safe: integers wider than 2^53 as decimal strings, jsonb as objects.
+ */
+const guardedRows = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  guard: Statement.Fragment,
+  conflict: string,
+) => {
+  const columns = sql.literal(Object.keys(rows[0] ?? {}).join(", "))
+  return sql`
+    insert into ${sql.literal(table)} (${columns})
+    select ${columns} from jsonb_populate_recordset(null::${sql.literal(table)}, ${JSON.stringify(rows)}::jsonb)
+    where ${guard}
+    ${sql.literal(conflict)}`
+}
 
 const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: IndexStateV2) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -176,7 +200,7 @@ const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: Index
  */
 export const TOUCHED_TABLES_V2 = ["escrow_v2_orders", "escrow_v2_balances", "escrow_v2_locks", "escrow_v2_payments"]
 
-/** Loads exactly the rows a page touches (the cursor row's lock already serializes writers). */
+/** Loads exactly the rows a page touches (current while the cursor has not moved: see ingestV2Page). */
 const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
@@ -275,13 +299,20 @@ const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
     }),
   )
 
-/** The upserts of every row of `state` (the touched ones): one statement fragment per table with rows. */
-const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV2): Array<Statement.Fragment> => {
+/** The upserts of every row of `state` (the touched ones), where `guard` holds: one fragment per table with rows. */
+const stateWrites = (
+  sql: SqlClient.SqlClient,
+  venue: string,
+  state: IndexStateV2,
+  guard: Statement.Fragment,
+): Array<Statement.Fragment> => {
   const writes: Array<Statement.Fragment> = []
   const orders = [...state.orders.values()]
   if (orders.length > 0) {
-    writes.push(sql`
-      insert into escrow_v2_orders ${sql.insert(
+    writes.push(
+      guardedRows(
+        sql,
+        "escrow_v2_orders",
         orders.map((o) => ({
           venue,
           owner: o.owner,
@@ -298,17 +329,21 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV
           block_number: s(o.blockNumber),
           block_hash: o.blockHash,
         })),
-      )}
-      on conflict (venue, order_key) do update set owner = excluded.owner, order_id = excluded.order_id,
+        guard,
+        `on conflict (venue, order_key) do update set owner = excluded.owner, order_id = excluded.order_id,
         operator = excluded.operator, quote_signer = excluded.quote_signer, available = excluded.available,
         locked = excluded.locked, close_requested = excluded.close_requested, close_dex = excluded.close_dex,
         close_to_margin = excluded.close_to_margin, block_number = excluded.block_number,
-        block_hash = excluded.block_hash`)
+        block_hash = excluded.block_hash`,
+      ),
+    )
   }
   const balances = [...state.balances.values()]
   if (balances.length > 0) {
-    writes.push(sql`
-      insert into escrow_v2_balances ${sql.insert(
+    writes.push(
+      guardedRows(
+        sql,
+        "escrow_v2_balances",
         balances.map((b) => ({
           venue,
           owner: b.owner,
@@ -316,14 +351,18 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV
           block_number: s(b.blockNumber),
           block_hash: b.blockHash,
         })),
-      )}
-      on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
-        block_hash = excluded.block_hash`)
+        guard,
+        `on conflict (venue, owner) do update set balance = excluded.balance, block_number = excluded.block_number,
+        block_hash = excluded.block_hash`,
+      ),
+    )
   }
   const locks = [...state.locks.values()]
   if (locks.length > 0) {
-    writes.push(sql`
-      insert into escrow_v2_locks ${sql.insert(
+    writes.push(
+      guardedRows(
+        sql,
+        "escrow_v2_locks",
         locks.map((l) => ({
           venue,
           fill_digest: l.fillDigest,
@@ -349,21 +388,25 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV
           refused: l.refused,
           to_owner: l.toOwner,
           secret: l.secret,
-          fill: l.fill === null ? null : JSON.stringify(l.fill),
+          fill: l.fill,
           created_block: s(l.createdBlock),
           tx_hash: l.txHash,
           block_number: s(l.blockNumber),
           block_hash: l.blockHash,
         })),
-      )}
-      on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
+        guard,
+        `on conflict (venue, fill_digest) do update set state = excluded.state, amount_out = excluded.amount_out,
         refused = excluded.refused, to_owner = excluded.to_owner, secret = excluded.secret,
-        block_number = excluded.block_number, block_hash = excluded.block_hash`)
+        block_number = excluded.block_number, block_hash = excluded.block_hash`,
+      ),
+    )
   }
   const payments = [...state.payments.values()]
   if (payments.length > 0) {
-    writes.push(sql`
-      insert into escrow_v2_payments ${sql.insert(
+    writes.push(
+      guardedRows(
+        sql,
+        "escrow_v2_payments",
         payments.map((p) => ({
           venue,
           fill_digest: p.fillDigest,
@@ -377,15 +420,17 @@ const stateWrites = (sql: SqlClient.SqlClient, venue: string, state: IndexStateV
           pay_by: s(p.payBy),
           pay_take_digest: p.payTakeDigest,
           secret: p.secret,
-          fill: p.fill === null ? null : JSON.stringify(p.fill),
+          fill: p.fill,
           created_block: s(p.createdBlock),
           tx_hash: p.txHash,
           block_number: s(p.blockNumber),
           block_hash: p.blockHash,
         })),
-      )}
-      on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
-        amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`)
+        guard,
+        `on conflict (venue, fill_digest) do update set state = excluded.state, secret = excluded.secret,
+        amount_in = excluded.amount_in, block_number = excluded.block_number, block_hash = excluded.block_hash`,
+      ),
+    )
   }
   return writes
 }

@@ -355,6 +355,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       expect(yield* ingestPage(page)).toBe(events.length)
       const moved = yield* Effect.either(ingestPage(page))
       expect(moved._tag === "Left" && moved.left._tag).toBe("CursorMoved")
+      // The refused page appended no journal row either (its wake-up is checked below).
+      const summaries = sql<{ n: number }>`
+        select count(*)::int as n from journal where kind = 'chain.indexed' and payload->>'venue' = ${venue}`
+      expect(yield* summaries).toEqual([{ n: 1 }])
       const one = <A extends object>(q: Effect.Effect<ReadonlyArray<A>, unknown>) => Effect.map(q, (r) => r[0]!)
       expect(
         yield* one(
@@ -416,6 +420,73 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       const all = yield* heardProbe("probe-after")
       expect(all.filter((p) => p === venue)).toEqual([venue])
       yield* Fiber.interrupt(listener)
+    }),
+  )
+
+  it.effect("two writers of one page at once: one applies it, the other fails its guard and changes nothing", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      resetLogIndex()
+      const venue = "overlap"
+      yield* initChainStatus(venue, 1, addr(0x0b), 1)
+      const o = id(0x31)
+      const recipient = addr(0xef)
+      const funded = {
+        orderId: o,
+        owner: addr(3),
+        operator: addr(0xb),
+        quoteSigner: addr(5),
+        amount: 100n,
+        available: 100n,
+        created: true,
+        digest: id(7),
+      }
+      const locked = {
+        fillId: id(0x32),
+        orderId: o,
+        payer: addr(0xa1),
+        fill: fill(id(0x32), o, 30n, 9n, recipient),
+        quoteIndex: 0n,
+        quoteSetDigest: id(8),
+        fillDigest: id(0x33),
+      }
+      const first = decodeLogs([logOf("OrderFunded", funded, 1n), logOf("Locked", locked, 1n)], [ESCROW])
+      yield* ingestPage({ venue, chainId: 1, fromBlock: 1n, toBlock: 1n, toHash: id(0x41), events: first })
+      // A claim refused to the margin: it moves the order's locked amount and credits the recipient's escrow balance,
+      // each relative to the rows a writer read, so a page applied twice would show.
+      const claimed = {
+        fillId: id(0x32),
+        orderId: o,
+        recipient,
+        amountOut: 30n,
+        dex: 0,
+        toMargin: true,
+        refused: true,
+        secret: id(0x5),
+      }
+      const events = decodeLogs([logOf("Claimed", claimed, 2n)], [ESCROW])
+      const page = { venue, chainId: 1, fromBlock: 2n, toBlock: 2n, toHash: id(0x42), events }
+      const outcomes = yield* Effect.all([ingestPage(page), ingestPage(page)], {
+        concurrency: 2,
+        mode: "either",
+      })
+      const applied = outcomes.filter((x) => x._tag === "Right")
+      const refused = outcomes.flatMap((x) => (x._tag === "Left" ? [x.left] : []))
+      expect(applied).toHaveLength(1)
+      expect(refused.map((e) => e._tag)).toEqual(["CursorMoved"])
+      expect(
+        yield* sql`select available::text, locked::text from escrow_orders where venue = ${venue} and order_id = ${o}`,
+      ).toEqual([{ available: "70", locked: "0" }])
+      expect(yield* sql`select balance::text from escrow_balances where venue = ${venue}`).toEqual([{ balance: "30" }])
+      expect(yield* sql`select state from escrow_locks where venue = ${venue}`).toEqual([{ state: "claimed" }])
+      expect(
+        yield* sql`select count(*)::int as n from escrow_events where venue = ${venue} and block_number = 2`,
+      ).toEqual([{ n: 1 }])
+      expect(
+        yield* sql`
+          select count(*)::int as n from journal where kind = 'chain.indexed' and payload->>'venue' = ${venue}`,
+      ).toEqual([{ n: 2 }])
+      expect((yield* chainStatus(venue))!.indexedBlock).toBe(2n)
     }),
   )
 
