@@ -200,35 +200,41 @@ const loadTouched = (venue: string, keys: TouchedKeys) =>
         set: Set<string>,
         q: (ids: Array<string>) => Effect.Effect<ReadonlyArray<A>, SqlError.SqlError>,
       ) => (set.size === 0 ? Effect.succeed([] as ReadonlyArray<A>) : q([...set]))
-      const orders = yield* some(
-        keys.orders,
-        (ids) =>
-          sql<RawOrder>`select ${sql.literal(ORDER_COLS)} from escrow_orders
+      // Each table's rows in a read of its own, side by side: outside a transaction they need not share a connection.
+      const [orders, balances, locks, payments, legacy] = yield* Effect.all(
+        [
+          some(
+            keys.orders,
+            (ids) =>
+              sql<RawOrder>`select ${sql.literal(ORDER_COLS)} from escrow_orders
           where venue = ${venue} and order_id = any(${ids}::text[])`,
-      )
-      const balances = yield* some(
-        keys.balances,
-        (ids) =>
-          sql<RawBalance>`select ${sql.literal(BALANCE_COLS)} from escrow_balances
+          ),
+          some(
+            keys.balances,
+            (ids) =>
+              sql<RawBalance>`select ${sql.literal(BALANCE_COLS)} from escrow_balances
           where venue = ${venue} and owner = any(${ids}::text[])`,
-      )
-      const locks = yield* some(
-        keys.locks,
-        (ids) =>
-          sql<RawLock>`select ${sql.literal(LOCK_COLS)} from escrow_locks
+          ),
+          some(
+            keys.locks,
+            (ids) =>
+              sql<RawLock>`select ${sql.literal(LOCK_COLS)} from escrow_locks
           where venue = ${venue} and fill_id = any(${ids}::text[])`,
-      )
-      const payments = yield* some(
-        keys.payments,
-        (ids) =>
-          sql<RawPayment>`select ${sql.literal(PAYMENT_COLS)} from escrow_payments
+          ),
+          some(
+            keys.payments,
+            (ids) =>
+              sql<RawPayment>`select ${sql.literal(PAYMENT_COLS)} from escrow_payments
           where venue = ${venue} and fill_id = any(${ids}::text[])`,
-      )
-      const legacy = yield* some(
-        keys.legacy,
-        (ids) =>
-          sql<RawLegacy>`select ${sql.literal(LEGACY_COLS)} from legacy_offers
+          ),
+          some(
+            keys.legacy,
+            (ids) =>
+              sql<RawLegacy>`select ${sql.literal(LEGACY_COLS)} from legacy_offers
           where venue = ${venue} and (contract || ':' || offer_id::text) = any(${ids}::text[])`,
+          ),
+        ],
+        { concurrency: "unbounded" },
       )
       return fillState(emptyState(), orders, balances, locks, payments, legacy)
     }),

@@ -1,18 +1,12 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { Address, Hex } from "viem"
-import {
-  applyEventsV2,
-  balanceOwnersOf,
-  emptyStateV2,
-  type IndexStateV2,
-  touchedKeysV2,
-} from "../Chain/EscrowIndexV2.ts"
+import { applyEventsV2, balanceOwnersOf, type IndexStateV2, touchedKeysV2 } from "../Chain/EscrowIndexV2.ts"
 import { jsonSafeText } from "../Chain/EscrowLogs.ts"
 import type { IndexedEventV2 } from "../Chain/EscrowLogsV2.ts"
 import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved } from "./ChainIndex.ts"
-import type { RawLock, RawOrder, RawPayment } from "./ChainIndexRowsV2.ts"
+import { loadBalancesV2, loadTouchedV2 } from "./ChainIndexRowsV2.ts"
 
 /**
  * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
@@ -128,9 +122,9 @@ const foldedWrites = (sql: SqlClient.SqlClient, page: IngestV2Page, guard: State
   Effect.gen(function* () {
     const { venue, events } = page
     const keys = touchedKeysV2(events)
-    const state = yield* loadTouched(venue, keys)
+    const state = yield* loadTouchedV2(venue, keys)
     const more = [...balanceOwnersOf(state)].filter((o) => !keys.balances.has(o) && !state.balances.has(o))
-    if (more.length > 0) yield* loadBalances(venue, more, state)
+    if (more.length > 0) yield* loadBalancesV2(venue, more, state)
     const { secrets } = applyEventsV2(state, events)
     const writes = stateWrites(sql, venue, state, guard)
     if (secrets.length > 0) {
@@ -176,128 +170,11 @@ const guardedRows = (
     ${sql.literal(conflict)}`
 }
 
-const loadBalances = (venue: string, owners: ReadonlyArray<string>, state: IndexStateV2) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ owner: string; balance: string; block_number: string; block_hash: string }>`
-      select owner, balance::text, block_number::text, block_hash from escrow_v2_balances
-      where venue = ${venue} and owner = any(${owners}::text[])`.pipe(
-      Effect.tap((rows) => {
-        for (const r of rows) {
-          state.balances.set(r.owner, {
-            owner: r.owner as Address,
-            balance: BigInt(r.balance),
-            blockNumber: BigInt(r.block_number),
-            blockHash: r.block_hash as Hex,
-          })
-        }
-      }),
-    ),
-  )
-
 /**
  * The tables a page reads by key while pages add to them: the watcher keeps their planner statistics current during
  * a backlog (src/Sql/BulkStatistics.ts).
  */
 export const TOUCHED_TABLES_V2 = ["escrow_v2_orders", "escrow_v2_balances", "escrow_v2_locks", "escrow_v2_payments"]
-
-/** Loads exactly the rows a page touches (current while the cursor has not moved: see ingestV2Page). */
-const loadTouched = (venue: string, keys: ReturnType<typeof touchedKeysV2>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.gen(function* () {
-      const state = emptyStateV2()
-      if (keys.orders.size > 0) {
-        const rows = yield* sql<RawOrder>`
-          select order_key, owner, order_id, operator, quote_signer, available::text, locked::text, close_requested,
-            close_dex::text, close_to_margin, created_block::text, block_number::text, block_hash
-          from escrow_v2_orders where venue = ${venue} and order_key = any(${[...keys.orders]}::text[])`
-        for (const r of rows) {
-          state.orders.set(r.order_key, {
-            orderKey: r.order_key as Hex,
-            owner: r.owner as Address,
-            orderId: r.order_id as Hex,
-            operator: r.operator as Address,
-            quoteSigner: r.quote_signer as Address,
-            available: BigInt(r.available),
-            locked: BigInt(r.locked),
-            closeRequested: r.close_requested,
-            closeDex: r.close_dex === null ? null : Number(r.close_dex),
-            closeToMargin: r.close_to_margin,
-            createdBlock: BigInt(r.created_block),
-            blockNumber: BigInt(r.block_number),
-            blockHash: r.block_hash as Hex,
-          })
-        }
-      }
-      if (keys.balances.size > 0) yield* loadBalances(venue, [...keys.balances], state)
-      if (keys.locks.size > 0) {
-        const rows = yield* sql<RawLock>`
-          select fill_digest, state, order_key, owner, order_id, sequence::text, payer, recipient, amount_in::text,
-            amount_out::text, dex::text, to_margin, hashlock, hashlock_index::text, expiry::text, taker_expiry::text,
-            pay_key, pay_by::text, quote_set_digest, quote_index::text, refused, to_owner, secret, fill,
-            created_block::text, tx_hash, block_number::text, block_hash
-          from escrow_v2_locks where venue = ${venue} and fill_digest = any(${[...keys.locks]}::text[])`
-        for (const r of rows) {
-          state.locks.set(r.fill_digest, {
-            fillDigest: r.fill_digest as Hex,
-            state: r.state as "locked",
-            orderKey: r.order_key as Hex,
-            owner: r.owner as Address,
-            orderId: r.order_id as Hex,
-            sequence: BigInt(r.sequence),
-            payer: r.payer as Address,
-            recipient: r.recipient as Address,
-            amountIn: BigInt(r.amount_in),
-            amountOut: BigInt(r.amount_out),
-            dex: Number(r.dex),
-            toMargin: r.to_margin,
-            hashlock: r.hashlock as Hex,
-            hashlockIndex: Number(r.hashlock_index),
-            expiry: BigInt(r.expiry),
-            takerExpiry: BigInt(r.taker_expiry),
-            payKey: r.pay_key as Address,
-            payBy: BigInt(r.pay_by),
-            quoteSetDigest: r.quote_set_digest as Hex | null,
-            quoteIndex: r.quote_index === null ? null : BigInt(r.quote_index),
-            refused: r.refused,
-            toOwner: r.to_owner,
-            secret: r.secret as Hex | null,
-            fill: r.fill as Record<string, unknown> | null,
-            createdBlock: BigInt(r.created_block),
-            txHash: r.tx_hash as Hex,
-            blockNumber: BigInt(r.block_number),
-            blockHash: r.block_hash as Hex,
-          })
-        }
-      }
-      if (keys.payments.size > 0) {
-        const rows = yield* sql<RawPayment>`
-          select fill_digest, state, payer, payee, amount_in::text, hashlock, expiry::text, pay_key, pay_by::text,
-            pay_take_digest, secret, fill, created_block::text, tx_hash, block_number::text, block_hash
-          from escrow_v2_payments where venue = ${venue} and fill_digest = any(${[...keys.payments]}::text[])`
-        for (const r of rows) {
-          state.payments.set(r.fill_digest, {
-            fillDigest: r.fill_digest as Hex,
-            state: r.state as "held",
-            payer: r.payer as Address,
-            payee: r.payee as Address,
-            amountIn: BigInt(r.amount_in),
-            hashlock: r.hashlock as Hex,
-            expiry: BigInt(r.expiry),
-            payKey: r.pay_key as Address,
-            payBy: BigInt(r.pay_by),
-            payTakeDigest: r.pay_take_digest as Hex | null,
-            secret: r.secret as Hex | null,
-            fill: r.fill as Record<string, unknown> | null,
-            createdBlock: BigInt(r.created_block),
-            txHash: r.tx_hash as Hex,
-            blockNumber: BigInt(r.block_number),
-            blockHash: r.block_hash as Hex,
-          })
-        }
-      }
-      return state
-    }),
-  )
 
 /** The upserts of every row of `state` (the touched ones), where `guard` holds: one fragment per table with rows. */
 const stateWrites = (
