@@ -9,10 +9,10 @@ import { CursorMoved } from "./ChainIndex.ts"
 import { loadBalancesV2, loadTouchedV2 } from "./ChainIndexRowsV2.ts"
 
 /**
- * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: one page per transaction,
- * the cursor row moved first under the guard `indexed_block = fromBlock - 1` (a replayed or overlapping page fails
- * with CursorMoved and changes nothing), then the raw events, then the touched rows folded and written back, then
- * the page's notifications.
+ * SQL of the v2 escrow index (migration 0018). The venue's watcher is the only writer: the touched rows are read,
+ * then each page is one statement (so one transaction) whose every write, the raw events, the folded rows and the
+ * page's notifications, is guarded by the cursor's move `indexed_block = fromBlock - 1` (a replayed or overlapping
+ * page fails with CursorMoved and changes nothing).
  */
 
 export interface V2Cursor {
