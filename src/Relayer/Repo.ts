@@ -1,7 +1,7 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { Hex } from "viem"
-import { journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
+import { JOURNAL_PENDING_CHANNEL, journalNotify, journalRowsInsert } from "../Sql/Journal.ts"
 import {
   ATTEMPT_COLS,
   type AttemptRow,
@@ -20,9 +20,9 @@ import {
   RELAYER_OUTCOME_CHANNEL,
   RELAYER_QUEUED_CHANNEL,
   relayerTransitionLogged,
+  type TransitionItem,
   transitionEntries,
   transitionEvents,
-  transitionEventsBatch,
   transitionNotices,
   transitionsLogged,
 } from "./Transitions.ts"
@@ -145,6 +145,45 @@ export const pendingTransactionCount: Effect.Effect<number, SqlError.SqlError, S
     ),
 )
 
+/**
+ * Transitions in one statement, atomic alone: `changed` (an UPDATE of relayer_requests aliased `q`, `returning q.id`)
+ * moves the requests that are still where it expects them, and exactly those get their journal rows (in `items`'
+ * order) and wake-ups in the same statement: the rows and notifications transitionEvents writes one by one. A stale
+ * relayer changes nothing. One round trip where BEGIN, the update, the journal rows and COMMIT were four. Returns the
+ * items that changed.
+ */
+const guardedTransitions = (changed: Statement.Fragment, items: ReadonlyArray<TransitionItem>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const ids = items.map((i) => i.request.id.toString())
+    const entries = transitionEntries(items)
+    const notices = transitionNotices(items)
+    const rows = yield* sql<{ id: string }>`
+      with changed as (${changed}), appended as (
+        insert into journal (kind, master, payload)
+        select t.k, t.m, t.p from rows from (
+          unnest(${ids}::bigint[]), unnest(${entries.map((e) => e.kind)}::text[]),
+          unnest(${entries.map((e) => e.master)}::text[]),
+          jsonb_array_elements(${JSON.stringify(entries.map((e) => e.payload ?? null))}::jsonb)
+        ) with ordinality as t(id, k, m, p, i)
+        where t.id in (select id from changed)
+        order by t.i
+        returning id
+      ), notified as materialized (
+        select pg_notify(${JOURNAL_PENDING_CHANNEL}, '1') where exists (select from changed)
+        union all
+        select pg_notify(n.c, n.p)
+        from unnest(${ids}::bigint[], ${notices.map((n) => n.channel)}::text[], ${notices.map((n) => n.payload)}::text[])
+          as n(id, c, p)
+        where n.id in (select id from changed)
+      )
+      select id::text as id, (select count(*)::int from notified) as notified from changed`
+    const moved = new Set(rows.map((r) => r.id))
+    const done = items.filter((i) => moved.has(i.request.id.toString()))
+    yield* transitionsLogged(done)
+    return done
+  })
+
 /** Guarded transition: applies only if the row is still in `from` (a stale relayer changes nothing). */
 const transition = (
   r: RequestRow,
@@ -154,17 +193,12 @@ const transition = (
   extra: Record<string, unknown>,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const rows = yield* sql<{ id: string }>`
-          update relayer_requests set ${sql.update(set)}, updated_at = now()
-          where id = ${r.id.toString()} and status in ${sql.in(from as Array<string>)}
-          returning id::text`
-        if (rows.length === 0) return false
-        yield* transitionEvents(r, kind, extra)
-        return true
-      }),
-    ),
+    guardedTransitions(
+      sql`update relayer_requests q set ${sql.update(set)}, updated_at = now()
+        where q.id = ${r.id.toString()} and q.status in ${sql.in(from as Array<string>)}
+        returning q.id`,
+      [{ request: r, kind, extra }],
+    ).pipe(Effect.map((done) => done.length > 0)),
   )
 
 /** The simulation reverted: terminal, no nonce, no gas. */
@@ -329,45 +363,36 @@ export interface ReceiptFacts {
   readonly success: boolean
 }
 
-/** Pending (or included elsewhere after a reorg) → included, for many requests in one transaction. */
+/** Pending (or included elsewhere after a reorg) → included, for many requests in one statement. */
 export const markIncludedBatch = (
   items: ReadonlyArray<{ readonly request: RequestRow; readonly receipt: ReceiptFacts }>,
   at: Date,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const changed = yield* sql<{ id: string }>`
-          update relayer_requests q set status = 'included', tx_hash = u.h, block_number = u.b, block_hash = u.bh,
-            gas_used = u.g, included_at = ${at}, updated_at = now()
-          from unnest(${items.map((i) => i.request.id.toString())}::bigint[],
-            ${items.map((i) => i.receipt.txHash.toLowerCase())}::text[],
-            ${items.map((i) => i.receipt.blockNumber.toString())}::bigint[],
-            ${items.map((i) => i.receipt.blockHash.toLowerCase())}::text[],
-            ${items.map((i) => i.receipt.gasUsed.toString())}::numeric[]) as u(id, h, b, bh, g)
-          where q.id = u.id and q.status in ('pending', 'included')
-          returning q.id::text`
-        const ids = new Set(changed.map((c) => c.id))
-        const done = items.filter((i) => ids.has(i.request.id.toString()))
-        if (done.length > 0) {
-          yield* transitionEventsBatch(
-            done.map(({ request: r, receipt }) => ({
-              request: r,
-              kind: "tx.included",
-              extra: {
-                status: "included",
-                nonce: r.nonce?.toString() ?? null,
-                tx_hash: receipt.txHash.toLowerCase(),
-                block_number: receipt.blockNumber.toString(),
-                block_hash: receipt.blockHash.toLowerCase(),
-                success: receipt.success,
-              },
-            })),
-          )
-        }
-        return done.length
-      }),
-    ),
+    guardedTransitions(
+      sql`
+        update relayer_requests q set status = 'included', tx_hash = u.h, block_number = u.b, block_hash = u.bh,
+          gas_used = u.g, included_at = ${at}, updated_at = now()
+        from unnest(${items.map((i) => i.request.id.toString())}::bigint[],
+          ${items.map((i) => i.receipt.txHash.toLowerCase())}::text[],
+          ${items.map((i) => i.receipt.blockNumber.toString())}::bigint[],
+          ${items.map((i) => i.receipt.blockHash.toLowerCase())}::text[],
+          ${items.map((i) => i.receipt.gasUsed.toString())}::numeric[]) as u(id, h, b, bh, g)
+        where q.id = u.id and q.status in ('pending', 'included')
+        returning q.id`,
+      items.map(({ request: r, receipt }) => ({
+        request: r,
+        kind: "tx.included",
+        extra: {
+          status: "included",
+          nonce: r.nonce?.toString() ?? null,
+          tx_hash: receipt.txHash.toLowerCase(),
+          block_number: receipt.blockNumber.toString(),
+          block_hash: receipt.blockHash.toLowerCase(),
+          success: receipt.success,
+        },
+      })),
+    ).pipe(Effect.map((done) => done.length)),
   )
 
 export const markIncluded = (r: RequestRow, receipt: ReceiptFacts, at: Date) =>
@@ -385,44 +410,35 @@ export const markReorged = (r: RequestRow) =>
 
 /**
  * At the finalized head: final (success) or reverted (on-chain revert, gas spent), for many
- * requests in one transaction. Returns how many changed.
+ * requests in one statement. Returns how many changed.
  */
 export const markFinalBatch = (
   items: ReadonlyArray<{ readonly request: RequestRow; readonly success: boolean; readonly reason: string | null }>,
   at: Date,
 ) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const changed = yield* sql<{ id: string }>`
-          update relayer_requests q
-          set status = case when u.ok then 'final' else 'reverted' end, revert_reason = u.reason,
-            final_at = ${at}, updated_at = now()
-          from unnest(${items.map((i) => i.request.id.toString())}::bigint[], ${items.map((i) => i.success)}::bool[],
-            ${items.map((i) => i.reason)}::text[]) as u(id, ok, reason)
-          where q.id = u.id and q.status = 'included'
-          returning q.id::text`
-        const ids = new Set(changed.map((c) => c.id))
-        const done = items.filter((i) => ids.has(i.request.id.toString()))
-        if (done.length > 0) {
-          yield* transitionEventsBatch(
-            done.map(({ request: r, success, reason }) => ({
-              request: r,
-              kind: success ? "tx.final" : "tx.reverted",
-              extra: {
-                status: success ? "final" : "reverted",
-                nonce: r.nonce?.toString() ?? null,
-                tx_hash: r.txHash,
-                block_number: r.blockNumber?.toString() ?? null,
-                block_hash: r.blockHash,
-                ...(success ? {} : { reason, simulated: false }),
-              },
-            })),
-          )
-        }
-        return done.length
-      }),
-    ),
+    guardedTransitions(
+      sql`
+        update relayer_requests q
+        set status = case when u.ok then 'final' else 'reverted' end, revert_reason = u.reason,
+          final_at = ${at}, updated_at = now()
+        from unnest(${items.map((i) => i.request.id.toString())}::bigint[], ${items.map((i) => i.success)}::bool[],
+          ${items.map((i) => i.reason)}::text[]) as u(id, ok, reason)
+        where q.id = u.id and q.status = 'included'
+        returning q.id`,
+      items.map(({ request: r, success, reason }) => ({
+        request: r,
+        kind: success ? "tx.final" : "tx.reverted",
+        extra: {
+          status: success ? "final" : "reverted",
+          nonce: r.nonce?.toString() ?? null,
+          tx_hash: r.txHash,
+          block_number: r.blockNumber?.toString() ?? null,
+          block_hash: r.blockHash,
+          ...(success ? {} : { reason, simulated: false }),
+        },
+      })),
+    ).pipe(Effect.map((done) => done.length)),
   )
 
 export const markFinal = (r: RequestRow, success: boolean, reason: string | null, at: Date) =>

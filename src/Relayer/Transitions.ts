@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { countRelayerTransition } from "../Observability/Metrics.ts"
-import { appendJournal, appendJournalRows, type Notification } from "../Sql/Journal.ts"
+import { appendJournal, type Notification } from "../Sql/Journal.ts"
 import type { RequestRow } from "./Rows.ts"
 
 /**
@@ -104,10 +104,3 @@ export const transitionNotices = (items: ReadonlyArray<TransitionItem>): Array<N
   items.map((i) => ({ channel: RELAYER_OUTCOME_CHANNEL, payload: outcomePayload(i.kind, i.request.idempotencyKey) }))
 export const transitionsLogged = (items: ReadonlyArray<TransitionItem>) =>
   Effect.forEach(items, (i) => relayerTransitionLogged(i.request, i.kind, i.extra), { discard: true })
-
-/**
- * Many transitions' journal rows and wake-ups in one statement (same rows and notifications as transitionEvents one
- * by one), inside the caller's transaction.
- */
-export const transitionEventsBatch = (items: ReadonlyArray<TransitionItem>) =>
-  appendJournalRows(transitionEntries(items), transitionNotices(items)).pipe(Effect.zipLeft(transitionsLogged(items)))

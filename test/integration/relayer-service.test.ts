@@ -11,7 +11,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, Queue, Stream } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
-import { markSimulatedRevert, requestByKey } from "../../src/Relayer/Repo.ts"
+import { markFinalBatch, markIncludedBatch, markSimulatedRevert, requestByKey } from "../../src/Relayer/Repo.ts"
 import { RELAYER_OUTCOME_CHANNEL, RELAYER_QUEUED_CHANNEL } from "../../src/Relayer/Transitions.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { JOURNAL_PENDING_CHANNEL } from "../../src/Sql/Journal.ts"
@@ -197,6 +197,70 @@ describe("Relayer service", () => {
           // A repeat of the ended request answers its outcome; it is not queued again.
           expect(yield* relayer.submit(request)).toEqual(outcome)
         }),
+      )
+
+      it.effect(
+        "a batch of transitions writes journal rows and wake-ups for the requests it moved only, in order",
+        () =>
+          Effect.gen(function* () {
+            const relayer = yield* Relayer
+            const sql = yield* SqlClient.SqlClient
+            const pg = yield* PgClient.PgClient
+            const heard = yield* Queue.unbounded<string>()
+            yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
+              Stream.runForEach((payload) => Queue.offer(heard, payload)),
+              Effect.forkScoped,
+            )
+            yield* Effect.sleep("200 millis") // the listener's LISTEN is sent
+            const keys = ["svc:batch:1", "svc:batch:2", "svc:batch:3"]
+            for (const [i, key] of keys.entries()) {
+              yield* relayer.submit({ idempotencyKey: key, venue: venue.id, to: escrow, data: cancelLock(20 + i) })
+            }
+            yield* Effect.forEach(keys, () => Queue.take(heard)) // their tx.queued wake-ups
+            // 1 and 3 were sent; 2 is still queued, so a relayer that thinks it was sent is stale for it.
+            yield* sql`update relayer_requests set status = 'pending', nonce = 900 + id
+            where idempotency_key in ('svc:batch:1', 'svc:batch:3')`
+            const rows = yield* Effect.forEach(keys, (k) => requestByKey(k).pipe(Effect.map((r) => r!)))
+            const receipt = (n: number) => ({
+              txHash: `0x${n.toString(16).padStart(64, "0")}` as Hex,
+              blockNumber: 7n,
+              blockHash: `0x${"b".repeat(64)}` as Hex,
+              gasUsed: 21_000n,
+              success: true,
+            })
+            const at = new Date()
+            const included = rows.map((request, i) => ({ request, receipt: receipt(i + 1) }))
+            // Listed 3, 2, 1: the rows follow the list, not the ids.
+            expect(yield* markIncludedBatch(included.slice().reverse(), at)).toBe(2)
+            const journal = sql<{ kind: string; key: string }>`
+            select kind, payload->>'key' as key from journal where payload->>'key' like 'svc:batch:%'
+            and kind <> 'tx.queued' order by id`
+            expect(yield* journal).toEqual([
+              { kind: "tx.included", key: "svc:batch:3" },
+              { kind: "tx.included", key: "svc:batch:1" },
+            ])
+            const fresh = yield* Effect.forEach(keys, (k) => requestByKey(k).pipe(Effect.map((r) => r!)))
+            const finals = fresh.map((request) => ({ request, success: true, reason: null }))
+            expect(yield* markFinalBatch(finals, at)).toBe(2)
+            // A repeat (a stale relayer) moves nothing and writes nothing.
+            expect(yield* markFinalBatch(finals, at)).toBe(0)
+            expect((yield* journal).map((j) => `${j.kind} ${j.key}`)).toEqual([
+              "tx.included svc:batch:3",
+              "tx.included svc:batch:1",
+              "tx.final svc:batch:1",
+              "tx.final svc:batch:3",
+            ])
+            const wakes = yield* Effect.forEach([1, 2, 3, 4], () => Queue.take(heard).pipe(Effect.timeout("5 seconds")))
+            expect(wakes).toEqual([
+              "tx.included svc:batch:3",
+              "tx.included svc:batch:1",
+              "tx.final svc:batch:1",
+              "tx.final svc:batch:3",
+            ])
+            yield* Effect.sleep("200 millis")
+            expect(yield* Queue.size(heard)).toBe(0)
+            expect((yield* requestByKey("svc:batch:2"))!.status).toBe("queued")
+          }).pipe(Effect.scoped),
       )
     },
   )
