@@ -27,6 +27,12 @@ import type { Watcher } from "./SettleV2Watch.ts"
  * src/Client/TakerFlow.ts (create, check, sign, authorise once its own finalized read of the lock passes).
  */
 const MINTER = account(7)
+/**
+ * The maker bot's --poll-ms here (BENCH_MAKER_POLL_MS, default 50, the bot's floor): how often its reveal loop reads
+ * the heads between passes. The raw run watches heads every 20 ms; at the stack's 250 ms (one block) the maker's
+ * reveal came 0.20–0.34 s after the payment was final at 1 take, at 50 ms 0.06–0.07 s (2026-12-02).
+ */
+const MAKER_POLL_MS = Number(process.env.BENCH_MAKER_POLL_MS ?? 50)
 
 /** The maker for `fills` takes: liquidity for all of them (and one spare) and a hashlock each in one set. */
 export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
@@ -37,7 +43,14 @@ export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
     // longest the stack admits (quote_validity_seconds_max = MAX_QUOTE_LIFE, 300 s): usable for 240 s past the 60 s
     // lock cutoff and replaced every 120 s, so a size's takes rarely meet a replacement (each one a signed set of
     // up to 264 hashlocks the service checks and stores while the takes run).
-    const client = runMakerClient(s, maker, credential, Math.max(32, fills + 8), DEVNET_TIMING_V2.quoteValidityMax)
+    const client = runMakerClient(
+      s,
+      maker,
+      credential,
+      Math.max(32, fills + 8),
+      DEVNET_TIMING_V2.quoteValidityMax,
+      MAKER_POLL_MS,
+    )
     yield* pollUntil(
       sql`select 1 from quote_sets where order_id = ${maker.orderId} and active and hashlock_root is not null`,
       (rows) => rows.length === 1,

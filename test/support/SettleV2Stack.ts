@@ -243,6 +243,10 @@ export const runMakerClient = (
   credential: string,
   hashlocks = 32,
   validity = 120,
+  // The reveal loop's --poll-ms: the stack's chains make a block every 250 ms (or each second), so receipts and new
+  // heads are looked for as often by default; the settle bench asks every 50 ms (the bot's floor), as its raw run
+  // watches heads every 20 ms, so the maker reveals as soon as its own checks pass rather than up to a block later.
+  pollMs = 250,
 ): MakerProcess => {
   const args = [
     ...["--api", s.api, "--identity", m.identityId, "--order", m.orderId, "--venue", M],
@@ -256,9 +260,8 @@ export const runMakerClient = (
       `${T}=${s.aster.anvil.rpcUrl}`,
       "--hashlocks",
       String(hashlocks),
-      // The stack's chains make a block every 250 ms (or each second): receipts and new blocks looked for as often.
       "--poll-ms",
-      "250",
+      String(pollMs),
     ],
   ]
   const child = spawn(process.execPath, ["--import", "tsx", "infra/maker/Maker.ts", ...args], {
