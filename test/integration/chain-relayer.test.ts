@@ -129,6 +129,9 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("transaction 
           }
         }
       }
+      // The journal tells exactly that story: each request queued, sent, included and final once, and one
+      // `tx.bumped` per replacement the outcomes name (none unless anvil held a nonce, as above).
+      const replacements = outcomes.reduce((n, o) => n + o.attempts.length - 1, 0)
       const journal = yield* sql<{ kind: string; n: string }>`
         select kind, count(*)::text as n from journal where kind like 'tx.%' group by kind order by kind`
       expect(Object.fromEntries(journal.map((j) => [j.kind, Number(j.n)]))).toEqual({
@@ -136,6 +139,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("transaction 
         "tx.pending": N,
         "tx.included": N,
         "tx.final": N,
+        ...(replacements > 0 ? { "tx.bumped": replacements } : {}),
       })
     }),
   )
