@@ -1,3 +1,5 @@
+import { bindArrays } from "./ArrayParams.ts"
+
 /**
  * Named prepared statements for the service's pool.
  *
@@ -68,7 +70,8 @@ const RESULT_TYPE_CHANGED = "cached plan must not change result type"
 
 /**
  * pg's Client class with `query(text, values, callback)` sent as a named statement when `names` says so (the form
- * @effect/sql-pg uses), and callback-form queries handed to pg one at a time per connection.
+ * @effect/sql-pg uses), its flat array parameters written as literals (ArrayParams.ts), and callback-form queries
+ * handed to pg one at a time per connection.
  *
  * One at a time: a connection reserved by a caller can be sent several statements at once, which pg queues with a
  * deprecation ("Calling client.query() when the client is already executing a query", an error from pg 9 on).
@@ -125,12 +128,14 @@ export const preparingClient = <C extends new (...args: Array<any>) => Queryable
         else super.query(config, values, callback)
         return
       }
+      // Flat arrays as literals written here (ArrayParams.ts): pg's writer quotes and escapes every element.
+      const bound = bindArrays(values)
       const name = names.nameOf(config)
       if (name === undefined) {
-        super.query(config, values, callback)
+        super.query(config, bound, callback)
         return
       }
-      super.query({ name, text: config, values }, (err: Error | null, result: unknown) => {
+      super.query({ name, text: config, values: bound }, (err: Error | null, result: unknown) => {
         if (err?.message.includes(RESULT_TYPE_CHANGED)) names.refuse(config)
         callback(err, result)
       })
