@@ -3,6 +3,7 @@ import { Data, Effect } from "effect"
 import type { Hex } from "viem"
 import { applyEvents, emptyState, type IndexState, type TouchedKeys, touchedKeys } from "../Chain/EscrowIndex.ts"
 import { type IndexedEvent, jsonSafeText } from "../Chain/EscrowLogs.ts"
+import type { KeyedTable } from "../Sql/BulkStatistics.ts"
 import { journalNotify, journalRowsInsert, type Notification } from "../Sql/Journal.ts"
 import {
   BALANCE_COLS,
@@ -190,7 +191,13 @@ const foldedWrites = (sql: SqlClient.SqlClient, page: IngestPage, guard: Stateme
  * The tables `loadTouched` reads by key while pages add to them: the watcher keeps their planner statistics current
  * during a backlog (src/Sql/BulkStatistics.ts).
  */
-export const TOUCHED_TABLES = ["escrow_orders", "escrow_balances", "escrow_locks", "escrow_payments", "legacy_offers"]
+export const TOUCHED_TABLES: ReadonlyArray<KeyedTable> = [
+  { table: "escrow_orders", keys: ["venue", "order_id"] },
+  { table: "escrow_balances", keys: ["venue", "owner"] },
+  { table: "escrow_locks", keys: ["venue", "fill_id"] },
+  { table: "escrow_payments", keys: ["venue", "fill_id"] },
+  { table: "legacy_offers", keys: ["venue", "contract", "offer_id"] },
+]
 
 /** Loads exactly the rows a page touches (current while the cursor has not moved: see ingestPage). */
 const loadTouched = (venue: string, keys: TouchedKeys) =>

@@ -4,6 +4,7 @@ import type { Address, Hex } from "viem"
 import { applyEventsV2, balanceOwnersOf, type IndexStateV2, touchedKeysV2 } from "../Chain/EscrowIndexV2.ts"
 import { jsonSafeText } from "../Chain/EscrowLogs.ts"
 import type { IndexedEventV2 } from "../Chain/EscrowLogsV2.ts"
+import type { KeyedTable } from "../Sql/BulkStatistics.ts"
 import type { Notification } from "../Sql/Journal.ts"
 import { CursorMoved } from "./ChainIndex.ts"
 import { loadBalancesV2, loadTouchedV2 } from "./ChainIndexRowsV2.ts"
@@ -174,7 +175,12 @@ const guardedRows = (
  * The tables a page reads by key while pages add to them: the watcher keeps their planner statistics current during
  * a backlog (src/Sql/BulkStatistics.ts).
  */
-export const TOUCHED_TABLES_V2 = ["escrow_v2_orders", "escrow_v2_balances", "escrow_v2_locks", "escrow_v2_payments"]
+export const TOUCHED_TABLES_V2: ReadonlyArray<KeyedTable> = [
+  { table: "escrow_v2_orders", keys: ["venue", "order_key"] },
+  { table: "escrow_v2_balances", keys: ["venue", "owner"] },
+  { table: "escrow_v2_locks", keys: ["venue", "fill_digest"] },
+  { table: "escrow_v2_payments", keys: ["venue", "fill_digest"] },
+]
 
 /** The upserts of every row of `state` (the touched ones), where `guard` holds: one fragment per table with rows. */
 const stateWrites = (

@@ -56,15 +56,16 @@ const order = (i: number) => `0x${i.toString(16).padStart(64, "0")}`
 describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () => {
   it.scoped("analyses the watchers' tables at the first threshold, then each time the count has doubled", () =>
     Effect.gen(function* () {
-      const tables = [...TOUCHED_TABLES, ...TOUCHED_TABLES_V2]
+      const keyed = [...TOUCHED_TABLES, ...TOUCHED_TABLES_V2]
+      const tables = keyed.map((t) => t.table)
       yield* noAutovacuum(tables)
       // Never analysed: reltuples is -1 for every table (a misspelt name would be missing from the answer).
       expect((yield* reltuples(tables)).map((r) => r.reltuples)).toEqual(tables.map(() => -1))
-      const statistics = makeBulkStatistics(tables, 100)
+      const statistics = makeBulkStatistics(keyed, 100)
       yield* statistics.added(99)
       expect((yield* reltuples(tables)).every((r) => r.reltuples === -1)).toBe(true)
       yield* statistics.added(1)
-      // Every table analysed (empty ones now have 0 rows): the statement names only real tables.
+      // Every table analysed (empty ones now have 0 rows): the statement names only real tables and columns.
       expect((yield* reltuples(tables)).map((r) => r.reltuples)).toEqual(tables.map(() => 0))
 
       const sql = yield* SqlClient.SqlClient
@@ -79,8 +80,12 @@ describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () 
       expect(yield* analysed).toBe(0)
       yield* statistics.added(50)
       expect(yield* analysed).toBe(150)
+      // Only the columns the page's lookups use: the table's other statistics stay autovacuum's.
+      const columns = yield* sql<{ attname: string }>`
+        select attname from pg_stats where tablename = 'escrow_orders' order by attname`
+      expect(columns.map((c) => c.attname)).toEqual(["order_id", "venue"])
       // A failing ANALYZE (here a table that does not exist) is logged, never the watcher's failure.
-      const failing = makeBulkStatistics(["no_such_table"], 1)
+      const failing = makeBulkStatistics([{ table: "no_such_table", keys: ["venue"] }], 1)
       expect(Exit.isSuccess(yield* Effect.exit(failing.added(1)))).toBe(true)
     }).pipe(Effect.provide(Migrated)),
   )
@@ -88,7 +93,7 @@ describe("planner statistics after bulk writes (src/Sql/BulkStatistics.ts)", () 
   it.scoped("replaces the generic plan a tiny table left for the page's touched-orders lookup", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      yield* noAutovacuum(TOUCHED_TABLES)
+      yield* noAutovacuum(TOUCHED_TABLES.map((t) => t.table))
       yield* insertOrders(1, 1_400)
       // The watcher's lookup (src/Escrow/ChainIndex.ts, loadTouched), run as a page runs it while the table is tiny:
       // named on its second use, then planned generically.
