@@ -43,6 +43,9 @@ export const KEY_COLUMN: Readonly<Record<SettlementCall, string>> = {
   refundPayment: "refund_payment_key",
 }
 
+/** Every settlement call. */
+export const SETTLEMENT_CALLS = Object.keys(KEY_COLUMN) as ReadonlyArray<SettlementCall>
+
 /** Which chain a call goes to: the maker venue (the order's escrow) or the taker venue (the payment's). */
 export const CALL_SIDE: Readonly<Record<SettlementCall, "maker" | "taker">> = {
   lock: "maker",

@@ -15,7 +15,8 @@ const LIMIT = 200
 
 /**
  * Fills not final whose settlement call's last permitted attempt (key `settle:<fill>:<call>:<n>`, n = the
- * settlement's MAX_ATTEMPTS) reverted or was replaced: the sweep waits for a person from then on.
+ * settlement's MAX_ATTEMPTS) reverted or was replaced: the sweep waits for a person from then on. Reads the failed
+ * requests only (relayer_requests_failed, migration 0041).
  */
 export const fillsOutOfAttempts = Effect.flatMap(
   SqlClient.SqlClient,

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { callKey, MAX_ATTEMPTS, SETTLEMENT_CALLS } from "../Domain/SettlementStep.ts"
 
 /**
  * What the operators' status page shows beyond /health (src/Observability/StatusPage.ts): relayer queues by
@@ -53,7 +54,16 @@ export interface RecentSettlement {
   }>
 }
 
-/** The `limit` most recent takes that have fills, newest first. */
+/**
+ * Every key a fill's settlement calls can have (each call, each attempt): looked up by the key's unique index. A
+ * pattern on the key (`like 'settle:%'` and a part of it) read every settlement request ever made.
+ */
+const settlementKeys = (fillIds: ReadonlyArray<string>): Array<string> =>
+  fillIds.flatMap((id) =>
+    SETTLEMENT_CALLS.flatMap((call) => Array.from({ length: MAX_ATTEMPTS }, (_, i) => callKey(id, call, i + 1))),
+  )
+
+/** The `limit` most recent takes that have fills, newest first (takes_created, migration 0041). */
 export const recentSettlements = (limit: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -79,8 +89,7 @@ export const recentSettlements = (limit: number) =>
       select split_part(idempotency_key, ':', 2) as fill, split_part(idempotency_key, ':', 3) as call,
         split_part(idempotency_key, ':', 4) as attempt, status, tx_hash, nullif(revert_reason, '') as reason
       from relayer_requests
-      where idempotency_key like 'settle:%'
-        and split_part(idempotency_key, ':', 2) in ${sql.in(fills.map((f) => f.id))}
+      where idempotency_key = any(${settlementKeys(fills.map((f) => f.id))}::text[])
       order by created_at, id`
     return takes.map(
       (t): RecentSettlement => ({

@@ -327,6 +327,10 @@ export const settleClosedV2Orders = (nowMs: number, orderId?: string) =>
  * Orders the OrderFunding entity (actors/OrderFunding.ts, one per order) still has to drive: awaiting_margin,
  * funding, and funded v2 orders whose sticky close the index shows (they go closed once drained). `venue`
  * restricts them to one venue (an escrow index page of that venue may have changed them).
+ *
+ * Runs on every index page with events and every adoption beat, on every runner, so it reads the live orders only
+ * (partial indexes of migration 0041), never the history: the funded v2 orders each look up their index row by
+ * key (the lateral's `limit 1` keeps the planner from hashing every closed order's row instead).
  */
 export const fundingPendingOrders = (venue?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -334,9 +338,12 @@ export const fundingPendingOrders = (venue?: string) =>
       select o.id::text as id from orders o
       where o.state in ('awaiting_margin', 'funding') ${venue === undefined ? sql`` : sql`and o.venue = ${venue}`}
       union all
-      select o.id::text from orders o join escrow_v2_orders e
-        on e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id
-      where o.state = 'funded' and o.escrow_version = 2 and e.close_requested
+      select o.id::text from orders o
+      cross join lateral (
+        select 1 from escrow_v2_orders e
+        where e.venue = o.venue and e.owner = o.owner_address and e.order_id = o.id and e.close_requested limit 1
+      ) as e
+      where o.state = 'funded' and o.escrow_version = 2
         ${venue === undefined ? sql`` : sql`and o.venue = ${venue}`}`.pipe(Effect.map((rows) => rows.map((r) => r.id))),
   )
 

@@ -205,6 +205,7 @@ export const settlementEventsV2 = (fills: ReadonlyArray<{ fill_digest: string; m
   fills.length === 0
     ? Effect.succeed([] as ReadonlyArray<SettlementEventV2Row>)
     : Effect.flatMap(SqlClient.SqlClient, (sql) => {
+        // The secrets' `s.venue in (…)` is their key's first column (the `case` names s itself, so it is no key).
         const keys = sql`unnest(${fills.map((f) => f.fill_digest.toLowerCase())}::text[],
           ${fills.map((f) => f.maker)}::text[], ${fills.map((f) => f.taker)}::text[]) as k(digest, maker, taker)`
         return sql<SettlementEventV2Row>`
@@ -215,6 +216,6 @@ export const settlementEventsV2 = (fills: ReadonlyArray<{ fill_digest: string; m
           from ${keys} join escrow_v2_payments p on p.venue = k.taker and p.fill_digest = k.digest
           union all
           select s.fill_digest, s.venue, s.event, s.tx_hash, s.block_number::text
-          from ${keys} join escrow_v2_secrets s on s.fill_digest = k.digest
+          from ${keys} join escrow_v2_secrets s on s.venue in (k.maker, k.taker) and s.fill_digest = k.digest
             and s.venue = case when s.event = 'Claimed' then k.maker else k.taker end`
       })
