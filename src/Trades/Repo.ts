@@ -3,7 +3,7 @@
  * v2 fill settled by delivery without any payment has no `settled_at` and is no trade.
  * `from` is the taker's venue (where amount_in was paid), `to` the maker's (where amount_out was delivered).
  * Reads use the partial index `fills_settled (settled_at desc, id desc) where state = 'settled'` (0011); a `mine`
- * page its taker and maker masters' indexes (0036).
+ * page its taker and maker masters' indexes (0036); a pair's trades each direction's own (fills_settled_pair, 0042).
  */
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect } from "effect"
@@ -24,15 +24,30 @@ const pairCondition = (sql: SqlClient.SqlClient, pair: readonly [string, string]
     : sql`((f.maker_venue = ${pair[0]} and f.taker_venue = ${pair[1]})
           or (f.maker_venue = ${pair[1]} and f.taker_venue = ${pair[0]}))`
 
+/**
+ * The ids of the newest `n` settled fills between the pair's venues that pass `where` (on `f`): the newest `n` of
+ * each direction, each read in order from its own index (fills_settled_pair, migration 0042), then the newest `n`
+ * of both by the caller. Walking every settled fill newest first for the pair's read the whole history for a pair
+ * that rarely trades. The two directions are disjoint unless a = b (then one).
+ */
+const pairIds = (sql: SqlClient.SqlClient, pair: readonly [string, string], where: Statement.Fragment, n: number) => {
+  const direction = (maker: string, taker: string) => sql`
+    (select f.id from fills f where f.state = 'settled' and f.maker_venue = ${maker} and f.taker_venue = ${taker}
+       and f.settled_at is not null and ${where} order by f.settled_at desc, f.id desc limit ${n})`
+  return pair[0] === pair[1]
+    ? direction(pair[0], pair[1])
+    : sql`${direction(pair[0], pair[1])} union all ${direction(pair[1], pair[0])}`
+}
+
 /** The last `limit` trades between two venues, either direction, latest first. */
 export const recentTrades = (a: string, b: string, limit: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql<RecentTradeRow>`
+      with pair as (${pairIds(sql, [a, b], sql`true`, limit)})
       select f.id, f.taker_venue as from_venue, f.amount_in::text as amount_in, f.amount_out::text as amount_out,
         f.settled_at
-      from fills f
-      where f.state = 'settled' and f.settled_at is not null and ${pairCondition(sql, [a, b])}
+      from pair join fills f on f.id = pair.id
       order by f.settled_at desc, f.id desc
       limit ${limit}`,
   )
@@ -92,7 +107,7 @@ export interface TradeQuery {
  * account's fills first, the whole of its own for one with many.
  */
 const minePage = (sql: SqlClient.SqlClient, master: string, where: Statement.Fragment, n: number) => sql`
-  with mine as (
+  with candidates as (
     (select f.id from fills f where f.state = 'settled' and f.taker_master = ${master} and f.settled_at is not null
        and ${where} order by f.settled_at desc, f.id desc limit ${n})
     union
@@ -116,8 +131,15 @@ export const tradePage = (q: TradeQuery) =>
         ? sql`true`
         : sql`(f.settled_at, f.id) < ('epoch'::timestamptz
                 + ${q.after.settledMicros.toString()}::bigint * interval '1 microsecond', ${q.after.id}::uuid)`
+    // The page's candidates: the account's own fills (minePage), else a pair's (pairIds), else every settled fill.
+    const candidates =
+      q.master !== null
+        ? minePage(sql, q.master, sql`${pairCondition(sql, q.pair)} and ${after}`, q.limit + 1)
+        : q.pair !== null
+          ? sql`with candidates as (${pairIds(sql, q.pair, after, q.limit + 1)})`
+          : sql.unsafe("")
     return sql<TradeRow>`
-      ${q.master === null ? sql.unsafe("") : minePage(sql, q.master, sql`${pairCondition(sql, q.pair)} and ${after}`, q.limit + 1)}
+      ${candidates}
       select f.id, f.order_id, f.taker_venue as from_venue, f.maker_venue as to_venue,
         f.amount_in::text as amount_in, f.amount_out::text as amount_out, f.settled_at,
         ((extract(epoch from f.settled_at) * 1000000)::numeric(30, 0))::text as settled_us,
@@ -142,7 +164,7 @@ export const tradePage = (q: TradeQuery) =>
           left join lateral (select i.n from jsonb_array_elements(t.to_sign) with ordinality as i(item, n)
             where i.item->>'kind' = 'margin_move' and i.item->>'fill_id' = g.id::text) pos on true
           where g.take_id = t.id) end as take_digests
-      from ${q.master === null ? sql.unsafe("fills f") : sql.unsafe("mine join fills f on f.id = mine.id")}
+      from ${q.master === null && q.pair === null ? sql.unsafe("fills f") : sql.unsafe("candidates join fills f on f.id = candidates.id")}
       join orders o on o.id = f.order_id
       left join takes t on t.id = f.take_id
       left join quote_sets qs on qs.order_id = f.order_id and qs.sequence = f.sequence
