@@ -51,15 +51,16 @@ export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
       DEVNET_TIMING_V2.quoteValidityMax,
       MAKER_POLL_MS,
     )
+    // The bench's failure report prints the maker's output only once startMaker returned: a set that never goes
+    // live (a refusal stops the bot) is told here, with what the bot wrote.
     yield* pollUntil(
       sql`select 1 from quote_sets where order_id = ${maker.orderId} and active and hashlock_root is not null`,
       (rows) => rows.length === 1,
       { every: "250 millis", within: "60 seconds" },
-    )
-    yield* pollUntil(
-      sql`select 1 from escrow_v2_orders where order_id = ${maker.orderId} and available > 0`,
-      (rows) => rows.length === 1,
-      { every: "250 millis", within: "60 seconds" },
+    ).pipe(
+      Effect.tapErrorCause(() =>
+        Effect.sync(() => console.error(`--- maker client (no live set):\n${client.output().slice(-6000)}`)),
+      ),
     )
     // The maker leaving (the next size's takes must not pick this order's spare liquidity under a set whose maker no
     // longer reveals: its lease would keep the set admissible for up to 60 s): the set cancelled with the maker's

@@ -212,6 +212,14 @@ export const v2Maker = (s: V2Stack, owner: PrivateKeyAccount, amount: bigint) =>
     })
     yield* Effect.promise(() => sendCalls(s.hl, owner, [{ to: s.hl.token, data: approve }]))
     yield* Effect.promise(() => sendCalls(s.hl, account(8), [{ to: escrow, data }]))
+    // The order is `funded` once the service's index holds its funds final, as the service's own funding answers: a
+    // maker bot started sooner has its first set refused (422 INSUFFICIENT_BALANCE, quote_size above the indexed
+    // available) and stops quoting. With 1 s blocks on a loaded machine the index lagged the bot's first set.
+    yield* pollUntil(
+      sql`select 1 from escrow_v2_orders where order_id = ${orderId} and available = ${amount.toString()}`,
+      (rows) => rows.length === 1,
+      { every: "100 millis", within: "60 seconds" },
+    )
     const m = owner.address.toLowerCase()
     yield* sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at,
         updated_at, client_order_id, quote_identity_id, quote_signer, fund_deadline, to_sign, escrow_version)
