@@ -1,6 +1,6 @@
 /**
- * Settlement (DESIGN §10): one cluster singleton that sweeps every nonfinal, signed fill and advances it by one
- * step per pass: lock (maker chain) → pay (taker chain) → claim, the reveal (maker chain) → claimPayment (taker
+ * Settlement (DESIGN §10): a keyed entity per take (`settlement`, on the shared loop of actors/Keyed.ts) whose pass
+ * advances each of the take's nonfinal, signed fills by one step: lock (maker chain) → pay (taker chain) → claim, the reveal (maker chain) → claimPayment (taker
  * chain); aborts: a failed lock → failed; a failed payment → cancelLock → cancelled; expiries → refund /
  * refundPayment → refunded.
  *

@@ -6,7 +6,7 @@ import { Agent, request } from "undici"
  * instead of the WHATWG `fetch`. Node's fetch builds a Request, web streams for both bodies and a tee of the request
  * body per call; measured against anvil (500 warm-up calls, then 3,000 in batches of 4, four rounds each), this
  * process spent 231–442 µs of CPU per call with fetch and 69–211 µs with this. Every watcher poll, relayer pass and
- * claim makes several calls; an idle service on two chains used 10–17% less CPU (README, Last figures).
+ * claim makes several calls; an idle service on two chains used 10–17% less CPU (test/bench/RESULTS.md).
  *
  * What viem reads of the answer is provided: `ok`, `status`, `statusText`, `headers.get` and `text()`. The body is
  * read whole here, up to MAX_BODY_BYTES (viem's own cap, which the transports turn off, `maxResponseBodySize:

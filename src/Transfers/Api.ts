@@ -154,7 +154,8 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .annotate(OpenApi.Summary, "Give the pay key a transfer's v2 take will name")
       .annotate(
         OpenApi.Description,
-        "Settlement v2 (GET /v1/info `settlement.escrow_version` 2): the take route of a transfer's take, keyed by " +
+        "Settlement v2 (the deployment's settlement.escrow_version 2, the default, with both venues on a v2 escrow; " +
+          "the take's escrow_version says which): the take route of a transfer's take, keyed by " +
           "the transfer id because the take does not exist yet. A v2 take's Fills name your client's pay key " +
           "(an ephemeral key it makes and keeps; POST /v1/takes carries it as pay_key), which the transfer body " +
           "cannot carry: the transfer waits for it (take_id null) and no Fill is reserved, nor its pay window " +

@@ -30,7 +30,7 @@ const MINTER = account(7)
 /**
  * The maker bot's --poll-ms here (BENCH_MAKER_POLL_MS, default 50, the bot's floor): how often its reveal loop reads
  * the heads between passes. The raw run watches heads every 20 ms; at the stack's 250 ms (one block) the maker's
- * reveal came 0.17–0.34 s after the payment was final at 1 take, at 50 ms 0.06–0.09 s (2026-12-02, README).
+ * reveal came 0.17–0.34 s after the payment was final at 1 take, at 50 ms 0.06–0.09 s (2026-12-02, RESULTS.md).
  */
 const MAKER_POLL_MS = Number(process.env.BENCH_MAKER_POLL_MS ?? 50)
 
