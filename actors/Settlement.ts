@@ -1,8 +1,8 @@
 /**
  * Settlement (DESIGN §10): a keyed entity per take (`settlement`, on the shared loop of actors/Keyed.ts) whose pass
- * advances each of the take's nonfinal, signed fills by one step: lock (maker chain) → pay (taker chain) → claim, the reveal (maker chain) → claimPayment (taker
- * chain); aborts: a failed lock → failed; a failed payment → cancelLock → cancelled; expiries → refund /
- * refundPayment → refunded.
+ * advances each of the take's nonfinal, signed fills by one step: lock (maker chain) → pay (taker chain) → claim,
+ * the reveal (maker chain) → claimPayment (taker chain); aborts: a failed lock → failed; a failed payment →
+ * cancelLock → cancelled; expiries → refund / refundPayment → refunded.
  *
  * Crash safety: the decision (src/Domain/SettlementStep.ts) is recomputed on every pass from rows only — the
  * fill, the relayer's outcomes of its keys, the finalized escrow index of both chains — and the chains' latest
