@@ -5,19 +5,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { Access, initialAccess } from "../../src/Access.ts"
 import { ensureAccount } from "../../src/Accounts/Repo.ts"
+import { failure } from "../support/Exits.ts"
 import { testDeployment } from "../support/TestConfig.ts"
 
 const fresh = () => privateKeyToAccount(generatePrivateKey()).address
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? { tag: (exit.cause.error as { _tag?: string })._tag, message: (exit.cause.error as { message?: string }).message }
-    : undefined
 
 const NOT_GRANTED = { tag: "AccessRequired", message: "access has not been granted to this account yet" }
 const SUSPENDED = { tag: "AccessRequired", message: "access is suspended for this account" }

@@ -7,22 +7,17 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Exit, Layer, TestClock } from "effect"
+import { Effect, Layer, TestClock } from "effect"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ensureAccount } from "../../src/Accounts/Repo.ts"
 import { Accounts } from "../../src/Accounts.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { VenueAdapters } from "../../src/Venues/VenueAdapters.ts"
+import { failure } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? { tag: (exit.cause.error as { _tag?: string })._tag, message: (exit.cause.error as { message?: string }).message }
-    : undefined
 
 /** A signed-in master (its account row and browser identity, as its first sign-in writes them). */
 const signedIn = Effect.gen(function* () {

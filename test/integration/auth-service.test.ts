@@ -6,22 +6,17 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Exit, Layer, TestClock } from "effect"
+import { Effect, Layer, TestClock } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { Auth } from "../../src/Auth.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { SecureRandom, sha256 } from "../../src/SecureRandom.ts"
 import { VenueAdapters } from "../../src/Venues/VenueAdapters.ts"
+import { failure } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? { tag: (exit.cause.error as { _tag?: string })._tag, message: (exit.cause.error as { message?: string }).message }
-    : undefined
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 /** The same signature with s' = n − s (and v flipped): valid under ecrecover, refused as malleable. */

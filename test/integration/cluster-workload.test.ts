@@ -32,7 +32,7 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer } from "effect"
 import { type Address, encodeFunctionData, getAddress } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
+import type { VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import {
   httpTakerApi,
@@ -67,6 +67,7 @@ import {
   v2Taker,
 } from "../support/SettleV2Stack.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
+import { simulatorOn } from "../support/VenueNode.ts"
 
 const USDC = 1_000_000n
 /** The simulator's hot wallet: not the operator (#9), the minter (#7) or the maker's funder (#8). */
@@ -173,24 +174,10 @@ const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
     const url = yield* testDatabaseUrl
     const { stack, config } = yield* v2Stack(url)
-    const sim = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startVenueSimulator({
-          kind: "hyperliquid",
-          port: 0,
-          chainRpcUrl: stack.hl.anvil.rpcUrl,
-          chainId: stack.hl.deployment.chainId,
-          token: stack.hl.token,
-          marginMock: stack.hl.deployment.contracts.venue.address,
-          hotWalletKey: key(HOT_WALLET),
-          signatureChainId: 42161,
-          pollIntervalMs: 100,
-          onError: () => {},
-          nonceWindow: { pastMs: NONCE_WINDOW_MS, futureMs: 86_400_000 },
-        }),
-      ),
-      (s) => Effect.promise(() => s.stop()),
-    )
+    const sim = yield* simulatorOn(stack.hl, "hyperliquid", {
+      hotWalletKey: key(HOT_WALLET),
+      nonceWindow: { pastMs: NONCE_WINDOW_MS, futureMs: 86_400_000 },
+    })
     // The withdrawal desk pays through the simulator; the request budget is not under test here (one client
     // address, 127.0.0.1, sends everything of this test).
     const withVenueApi = {

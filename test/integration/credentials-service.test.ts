@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Exit, Layer, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { ensureAccount, findAccount } from "../../src/Accounts/Repo.ts"
 import { CredentialResolver } from "../../src/Auth/Bearer.ts"
@@ -14,14 +14,9 @@ import { CredentialResolverLive } from "../../src/Credentials/Resolver.ts"
 import { Credentials } from "../../src/Credentials.ts"
 import { insertCredentialIdentity } from "../../src/QuoteIdentities/Repo.ts"
 import { SecureRandom, sha256 } from "../../src/SecureRandom.ts"
+import { failure } from "../support/Exits.ts"
 
 const fresh = () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase()
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? { tag: (exit.cause.error as { _tag?: string })._tag, message: (exit.cause.error as { message?: string }).message }
-    : undefined
 
 /** A signed-in master with one credential identity (a fresh signer): its master, browser and credential ids. */
 const makerWithIdentity = Effect.gen(function* () {

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto"
 import { MessageStorage, TestRunner } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { type Hex, hexToBigInt, numberToHex, zeroHash } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { CloseQueueLive } from "../../actors/CloseQueue.ts"
@@ -28,6 +28,7 @@ import { Relayer } from "../../src/Relayer.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { SqlTest } from "../../src/Sql/TestDatabase.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { failedWith, tagOf } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 class Chain extends Context.Tag("test/EscrowServiceChain")<Chain, TestChain>() {}
@@ -66,13 +67,6 @@ const denied: Gate = Effect.fail(new AccessRequired({ message: "access has not b
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 const lower = (a: string) => a.toLowerCase()
 const randomOrderId = () => `0x${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? (exit.cause.error as { _tag?: string; message?: string })
-    : { _tag: `not a failure: ${Exit.isSuccess(exit) ? "success" : exit.cause._tag}` }
-const tagOf = <A, E>(exit: Exit.Exit<A, E>) => failure(exit)._tag
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 const highS = (sig: Hex) => {
@@ -177,12 +171,12 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Escrow servi
       const prepare = (m: string, terms: Partial<Parameters<typeof escrow.prepareClose>[1]>, gate: Gate = granted) =>
         Effect.exit(escrow.prepareClose(m, { venue: VENUE, orderId: plain, ...terms }, gate))
       // The venue and the link are checked before the access gate.
-      expect(failure(yield* prepare(master, { venue: "nowhere" }, denied))).toMatchObject({
+      expect(failedWith(yield* prepare(master, { venue: "nowhere" }, denied))).toMatchObject({
         _tag: "NotFound",
         message: "unknown venue nowhere; see GET /v1/venues",
       })
       expect(tagOf(yield* prepare(stranger, {}, denied))).toBe("NotFound")
-      expect(failure(yield* prepare(master, { toMargin: false, dex: SPOT_DEX }))).toMatchObject({
+      expect(failedWith(yield* prepare(master, { toMargin: false, dex: SPOT_DEX }))).toMatchObject({
         _tag: "InvalidRequest",
         message: "to_margin false (to the wallet) requires dex 0",
       })
@@ -202,7 +196,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Escrow servi
       )
       // Not the owner's signature: the owner is no contract (its code is read on the chain), so it is invalid.
       const forged = yield* signedOffer(chain, owner, { orderId: plain, deadline: nowSeconds() + 600 }, fresh())
-      expect(failure(yield* close(master, forged))).toMatchObject({
+      expect(failedWith(yield* close(master, forged))).toMatchObject({
         _tag: "SignatureInvalid",
         message: "the CloseOffer is not signed by the order's owner",
       })

@@ -7,14 +7,14 @@ import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
+import type { VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { VenueAdaptersLive } from "../../src/Accounts/VenueAdaptersLive.ts"
 import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { Relayer } from "../../src/Relayer.ts"
-import { sendCalls, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { sendCalls, venueEntry } from "../support/ChainDevnet.ts"
 import { TestChainTag } from "../support/ChainStack.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -23,6 +23,7 @@ import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+import { startVenueNode } from "../support/VenueNode.ts"
 
 const USDC = 1_000_000n
 
@@ -36,27 +37,7 @@ class Simulator extends Context.Tag("test/OrdersFundingSimulator")<Simulator, Ve
  */
 const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const chain = yield* Effect.acquireRelease(
-      Effect.promise(() => startTestChain({ slotsInAnEpoch: 1 })),
-      (c) => Effect.promise(() => c.anvil.stop()),
-    )
-    const sim = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startVenueSimulator({
-          kind: "hyperliquid",
-          port: 0,
-          chainRpcUrl: chain.anvil.rpcUrl,
-          chainId: chain.deployment.chainId,
-          token: chain.token,
-          marginMock: chain.deployment.contracts.venue.address,
-          hotWalletKey: ANVIL_PRIVATE_KEYS[9] as Hex,
-          signatureChainId: 42161,
-          pollIntervalMs: 100,
-          onError: () => {},
-        }),
-      ),
-      (s) => Effect.promise(() => s.stop()),
-    )
+    const { chain, sim } = yield* startVenueNode("hyperliquid", {}, { slotsInAnEpoch: 1 })
     const hl = {
       ...venueEntry(chain, "hyperliquid", { relayer: { poll_ms: 100 }, watcher: { poll_ms: 100 } }),
       api_url: sim.url,

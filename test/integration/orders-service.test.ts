@@ -12,7 +12,7 @@ import { Context, Effect, Exit, Layer } from "effect"
 import { encodeFunctionData, type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
+import type { VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { VenueAdaptersLive } from "../../src/Accounts/VenueAdaptersLive.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
@@ -21,9 +21,10 @@ import { type CreateOrderInput, Orders, type QuoteSetInput } from "../../src/Ord
 import { Relayer } from "../../src/Relayer.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { SqlTest } from "../../src/Sql/TestDatabase.ts"
-import { sendCalls, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { sendCalls, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { insertRow } from "../support/Rows.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
+import { startVenueNode } from "../support/VenueNode.ts"
 
 class Fixture extends Context.Tag("test/OrdersServiceFixture")<
   Fixture,
@@ -33,27 +34,7 @@ class Fixture extends Context.Tag("test/OrdersServiceFixture")<
 /** Hyperliquid (with its simulator as api_url) and an Aster venue id on the same chain: the receive venue. */
 const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const chain = yield* Effect.acquireRelease(
-      Effect.promise(() => startTestChain({ slotsInAnEpoch: 1 })),
-      (c) => Effect.promise(() => c.anvil.stop()),
-    )
-    const sim = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startVenueSimulator({
-          kind: "hyperliquid",
-          port: 0,
-          chainRpcUrl: chain.anvil.rpcUrl,
-          chainId: chain.deployment.chainId,
-          token: chain.token,
-          marginMock: chain.deployment.contracts.venue.address,
-          hotWalletKey: ANVIL_PRIVATE_KEYS[9] as Hex,
-          signatureChainId: 42161,
-          pollIntervalMs: 100,
-          onError: () => {},
-        }),
-      ),
-      (s) => Effect.promise(() => s.stop()),
-    )
+    const { chain, sim } = yield* startVenueNode("hyperliquid", {}, { slotsInAnEpoch: 1 })
     const hl = { ...venueEntry(chain, "hyperliquid"), api_url: sim.url, venue_api: { request_timeout_ms: 1_500 } }
     const { legacy_escrow: _l, ...aster } = { ...venueEntry(chain, "aster"), chain_id: chain.deployment.chainId }
     const config = testAppConfig({

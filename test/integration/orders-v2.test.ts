@@ -7,14 +7,14 @@ import { OrderFundingLive } from "../../actors/OrderFunding.ts"
 import { runTxRelayer } from "../../actors/TxRelayer.ts"
 import { runVenueWatcher } from "../../actors/VenueWatcher.ts"
 import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import { startVenueSimulator, type VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
+import type { VenueSimulator } from "../../infra/devnet/venues/VenueSimulator.ts"
 import { VenueAdaptersLive } from "../../src/Accounts/VenueAdaptersLive.ts"
 import { mockCoreDepositWalletAbi, mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { FaultPoint } from "../../src/Chain/FaultPoint.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { Relayer } from "../../src/Relayer.ts"
-import { account, key, sendCalls, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { account, key, sendCalls, venueEntry } from "../support/ChainDevnet.ts"
 import { TestChainTag } from "../support/ChainStack.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
 import { type RawResponse, rawRequest } from "../support/Http.ts"
@@ -23,6 +23,7 @@ import { registerIdentity } from "../support/QuoteIdentities.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { baseUrl, TestHttpLive } from "../support/TestServer.ts"
+import { startVenueNode } from "../support/VenueNode.ts"
 
 /**
  * Orders on the v2 escrow (settlement.escrow_version 2; issue 23): one anvil chain (finality two blocks behind,
@@ -34,27 +35,7 @@ class Simulator extends Context.Tag("test/OrdersV2Simulator")<Simulator, VenueSi
 
 const Live = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const chain = yield* Effect.acquireRelease(
-      Effect.promise(() => startTestChain({ slotsInAnEpoch: 1 })),
-      (c) => Effect.promise(() => c.anvil.stop()),
-    )
-    const sim = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startVenueSimulator({
-          kind: "hyperliquid",
-          port: 0,
-          chainRpcUrl: chain.anvil.rpcUrl,
-          chainId: chain.deployment.chainId,
-          token: chain.token,
-          marginMock: chain.deployment.contracts.venue.address,
-          hotWalletKey: ANVIL_PRIVATE_KEYS[9] as Hex,
-          signatureChainId: 42161,
-          pollIntervalMs: 100,
-          onError: () => {},
-        }),
-      ),
-      (s) => Effect.promise(() => s.stop()),
-    )
+    const { chain, sim } = yield* startVenueNode("hyperliquid", {}, { slotsInAnEpoch: 1 })
     const fast = { relayer: { poll_ms: 100 }, watcher: { poll_ms: 100 }, escrowV2: true }
     const { legacy_escrow: _l, ...hl } = venueEntry(chain, "hyperliquid", fast)
     const { legacy_escrow: _a, ...aster } = venueEntry(chain, "aster")

@@ -16,15 +16,10 @@ import { Supervision } from "../../src/Cluster/Supervision.ts"
 import type { CredentialPrincipal, SessionPrincipal } from "../../src/Domain/Principal.ts"
 import { QuoteIdentities } from "../../src/QuoteIdentities.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
+import { failure } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? { tag: (exit.cause.error as { _tag?: string })._tag, message: (exit.cause.error as { message?: string }).message }
-    : undefined
 
 const NO_IDENTITY = { tag: "NotFound", message: "no such quote identity" }
 

@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, TestClock, TestContext } from "effect"
-import { createPublicClient, type Hex, http, keccak256, toHex, zeroHash } from "viem"
+import { type Hex, keccak256, toHex, zeroHash } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
 import { payTakeTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
@@ -19,6 +19,8 @@ import { Settlement } from "../../src/Settlement.ts"
 import { PAY_AUTHORIZATION_HOLD } from "../../src/Takes/PayKey.ts"
 import { type CreateTakeInput, Takes } from "../../src/Takes.ts"
 import { startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
+import { DeadChainClients } from "../support/ChainFaults.ts"
+import { failurePair } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 
 class Chains extends Context.Tag("test/TakesServiceChains")<
@@ -55,28 +57,14 @@ const Live = Layer.unwrapScoped(
 )
 
 /** A second Takes on the same database whose chain clients reach no node (every read fails). */
-const deadChain = Layer.succeed(
-  ChainClients,
-  ChainClients.of({
-    venue: () => createPublicClient({ transport: http("http://127.0.0.1:9", { retryCount: 0, timeout: 2_000 }) }),
-    auth: undefined,
-    chain: () => undefined,
-  }),
-)
 const withDeadChain = <A, E>(effect: Effect.Effect<A, E, Takes>) =>
-  Effect.provide(effect, Takes.Default.pipe(Layer.provide(deadChain)))
+  Effect.provide(effect, Takes.Default.pipe(Layer.provide(DeadChainClients)))
 
 /** A second Takes on the same database and chains, configured for settlement v2. */
 const withV2 = <A, E, R>(effect: Effect.Effect<A, E, R | Takes>) =>
   Effect.flatMap(Chains, ({ hl, aster }) =>
     Effect.provide(effect, Takes.Default.pipe(Layer.provide(configOf(hl, aster, true)))),
   )
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? [(exit.cause.error as { _tag: string })._tag, (exit.cause.error as { message: string }).message]
-    : ["no failure", Exit.isFailure(exit) ? String(exit.cause) : "succeeded"]
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 
@@ -213,12 +201,12 @@ describe("Takes service", () => {
         const before = yield* counts
         const preview = (p: Partial<Parameters<typeof takes.preview>[0]>) =>
           Effect.exit(takes.preview({ from: "aster", to: "hyperliquid", amountIn: 1n, ...p }))
-        expect(failure(yield* preview({ from: "nowhere" }))).toEqual(["NotFound", "unknown venue nowhere"])
-        expect(failure(yield* preview({ to: "aster" }))).toEqual([
+        expect(failurePair(yield* preview({ from: "nowhere" }))).toEqual(["NotFound", "unknown venue nowhere"])
+        expect(failurePair(yield* preview({ to: "aster" }))).toEqual([
           "InvalidRequest",
           "from and to must be different venues",
         ])
-        expect(failure(yield* preview({ amountIn: 0n }))).toEqual(["InvalidRequest", "amount_in must be positive"])
+        expect(failurePair(yield* preview({ amountIn: 0n }))).toEqual(["InvalidRequest", "amount_in must be positive"])
 
         const create = (over: Partial<CreateTakeInput>) => Effect.exit(takes.create(takeInput(t.master, over)))
         const refusals: Array<[Partial<CreateTakeInput>, [string, string]]> = [
@@ -235,7 +223,7 @@ describe("Takes service", () => {
         ]
         yield* only([])
         for (const [over, expected] of refusals)
-          expect(failure(yield* create(over)), Object.keys(over).join() || "liquidity").toEqual(expected)
+          expect(failurePair(yield* create(over)), Object.keys(over).join() || "liquidity").toEqual(expected)
 
         // The from chain's node does not answer: a take that passed every check is refused as retryable; one that
         // fails a check is refused for it, without reaching the node.
@@ -248,16 +236,16 @@ describe("Takes service", () => {
             }
           }),
         )
-        expect(failure(dead.linked)).toEqual(["ChainUnavailable", "the from chain's node did not answer; retry"])
+        expect(failurePair(dead.linked)).toEqual(["ChainUnavailable", "the from chain's node did not answer; retry"])
         expect(
           Exit.isFailure(dead.linked) && dead.linked.cause._tag === "Fail" && dead.linked.cause.error,
         ).toMatchObject({ retryable: true })
-        expect(failure(dead.unlinked)).toEqual(["PayerNotLinked", "payer is not your linked account on aster"])
+        expect(failurePair(dead.unlinked)).toEqual(["PayerNotLinked", "payer is not your linked account on aster"])
 
         const id = crypto.randomUUID()
-        expect(failure(yield* Effect.exit(takes.get(t.master, id)))).toEqual(["NotFound", "no such take"])
-        expect(failure(yield* Effect.exit(takes.get(t.master, "not-an-id")))).toEqual(["NotFound", "no such take"])
-        expect(failure(yield* Effect.exit(takes.sign(t.master, id, { permit: "0x" })))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.get(t.master, id)))).toEqual(["NotFound", "no such take"])
+        expect(failurePair(yield* Effect.exit(takes.get(t.master, "not-an-id")))).toEqual(["NotFound", "no such take"])
+        expect(failurePair(yield* Effect.exit(takes.sign(t.master, id, { permit: "0x" })))).toEqual([
           "NotFound",
           "no such take",
         ])
@@ -301,7 +289,7 @@ describe("Takes service", () => {
         const again = yield* withDeadChain(Effect.flatMap(Takes, (d) => d.create(input)))
         expect(again.created).toBe(false)
         expect([again.take.id, again.toSign]).toEqual([created.take.id, created.toSign])
-        expect(failure(yield* Effect.exit(takes.create({ ...input, amountIn: 3_000_001n })))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.create({ ...input, amountIn: 3_000_001n })))).toEqual([
           "StateConflict",
           "client_take_id was used with other parameters",
         ])
@@ -309,22 +297,23 @@ describe("Takes service", () => {
 
         // Signatures: another key's, a fill twice, the pay key's form on a v1 take: refused, nothing stored.
         const stranger = yield* payerSignatures(fresh(), created.toSign as never)
-        expect(failure(yield* Effect.exit(takes.sign(t.master, created.take.id, stranger)))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.sign(t.master, created.take.id, stranger)))).toEqual([
           "SignatureInvalid",
           "the permit is not signed by the payer",
         ])
         const good = yield* payerSignatures(t.account, created.toSign as never)
         const twice = { permit: good.permit, fills: [...good.fills, ...good.fills] }
-        expect(failure(yield* Effect.exit(takes.sign(t.master, created.take.id, twice)))[0]).toBe("InvalidRequest")
-        expect(failure(yield* Effect.exit(takes.sign(t.master, created.take.id, { permit: good.permit })))).toEqual([
-          "InvalidRequest",
-          "permit and fills go together",
-        ])
-        expect(failure(yield* Effect.exit(takes.authorizePay(t.master, created.take.id, good.permit)))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.sign(t.master, created.take.id, twice)))[0]).toBe("InvalidRequest")
+        expect(failurePair(yield* Effect.exit(takes.sign(t.master, created.take.id, { permit: good.permit })))).toEqual(
+          ["InvalidRequest", "permit and fills go together"],
+        )
+        expect(failurePair(yield* Effect.exit(takes.authorizePay(t.master, created.take.id, good.permit)))).toEqual([
           "InvalidRequest",
           "pay_authorization and cancels belong to settlement v2 takes",
         ])
-        expect(failure(yield* Effect.exit(takes.sign(t.master, created.take.id, { ...good, cancels: [] })))).toEqual([
+        expect(
+          failurePair(yield* Effect.exit(takes.sign(t.master, created.take.id, { ...good, cancels: [] }))),
+        ).toEqual([
           "InvalidRequest",
           "give either permit and fills (the payer's), or pay_authorization, or cancels (the pay key's)",
         ])
@@ -336,7 +325,7 @@ describe("Takes service", () => {
         expect(signed.take.signed_at).not.toBeNull()
         // A repeat changes nothing; another master sees no such take.
         expect((yield* takes.sign(t.master, created.take.id, good)).take.signed_at).toBe(signed.take.signed_at)
-        expect(failure(yield* Effect.exit(takes.get(fresh().address.toLowerCase(), created.take.id)))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.get(fresh().address.toLowerCase(), created.take.id)))).toEqual([
           "NotFound",
           "no such take",
         ])
@@ -357,7 +346,7 @@ describe("Takes service", () => {
           const t = yield* taker
           const payKey = fresh()
           const before = yield* counts
-          expect(failure(yield* Effect.exit(takes.create(takeInput(t.master))))).toEqual([
+          expect(failurePair(yield* Effect.exit(takes.create(takeInput(t.master))))).toEqual([
             "InvalidRequest",
             "pay_key is required: settlement v2 Fills name the client's pay key",
           ])
@@ -383,7 +372,7 @@ describe("Takes service", () => {
             select pay_authorization from takes where id = ${created.take.id}::uuid`
           // Another key's signature: 422; the pay key's before every lock is final here: 409, retryable.
           expect(
-            failure(yield* Effect.exit(takes.authorizePay(t.master, created.take.id, yield* payTake(fresh())))),
+            failurePair(yield* Effect.exit(takes.authorizePay(t.master, created.take.id, yield* payTake(fresh())))),
           ).toEqual(["SignatureInvalid", "the payment authorisation is not the pay key's over this take's Fills"])
           // Held for the index (PAY_AUTHORIZATION_HOLD), then refused: no page of the maker venue came.
           const early = yield* onTestClock(
@@ -394,7 +383,7 @@ describe("Takes service", () => {
               return yield* Fiber.await(held)
             }),
           )
-          expect(failure(early)).toEqual([
+          expect(failurePair(early)).toEqual([
             "StateConflict",
             "not every lock of the take is final yet here; retry the same request shortly",
           ])

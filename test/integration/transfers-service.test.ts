@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option } from "effect"
-import { createPublicClient, encodeFunctionData, type Hex, http, keccak256, toHex, zeroHash } from "viem"
+import { encodeFunctionData, type Hex, keccak256, toHex, zeroHash } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { VenueAdaptersLive } from "../../src/Accounts/VenueAdaptersLive.ts"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
@@ -19,9 +19,12 @@ import { Settlement } from "../../src/Settlement.ts"
 import { findTransfer } from "../../src/Transfers/Repo.ts"
 import { type TransferRequest, Transfers, takeForTransfer } from "../../src/Transfers.ts"
 import { account, sendCalls } from "../support/ChainDevnet.ts"
+import { DeadChainClients } from "../support/ChainFaults.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { failurePair } from "../support/Exits.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
-import { startVenueNode, USDC, type VenueNode, venueConfigOf } from "../support/WithdrawalDevnet.ts"
+import { startVenueNode, type VenueNode } from "../support/VenueNode.ts"
+import { USDC, venueConfigOf } from "../support/WithdrawalDevnet.ts"
 
 class Nodes extends Context.Tag("test/TransfersServiceNodes")<
   Nodes,
@@ -51,28 +54,14 @@ const Live = Layer.unwrapScoped(
 )
 
 /** A second Transfers on the same database whose chain clients reach no node (every read fails). */
-const deadChain = Layer.succeed(
-  ChainClients,
-  ChainClients.of({
-    venue: () => createPublicClient({ transport: http("http://127.0.0.1:9", { retryCount: 0, timeout: 2_000 }) }),
-    auth: undefined,
-    chain: () => undefined,
-  }),
-)
 const withDeadChain = <A, E>(effect: Effect.Effect<A, E, Transfers>) =>
-  Effect.provide(effect, Transfers.Default.pipe(Layer.provide(deadChain)))
+  Effect.provide(effect, Transfers.Default.pipe(Layer.provide(DeadChainClients)))
 
 /** A second Transfers on the same database and venues, configured for settlement v2. */
 const withV2 = <A, E, R>(effect: Effect.Effect<A, E, R | Transfers>) =>
   Effect.flatMap(Nodes, ({ hl, aster }) =>
     Effect.provide(effect, Transfers.Default.pipe(Layer.provide(configOf(hl, aster, true)))),
   )
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? [(exit.cause.error as { _tag: string })._tag, (exit.cause.error as { message: string }).message]
-    : ["no failure", Exit.isFailure(exit) ? String(exit.cause) : "succeeded"]
 
 const retryable = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" && (exit.cause.error as { retryable?: boolean }).retryable
@@ -222,10 +211,11 @@ describe("Transfers service", () => {
           // The wallet covers amount_in, so the take is tried at once: no live quote, no intent either.
           ["liquidity", {}, ["NoLiquidity", "no live quote can fill this take now"]],
         ]
-        for (const [what, over, expected] of refusals) expect(failure(yield* create(me, over)), what).toEqual(expected)
+        for (const [what, over, expected] of refusals)
+          expect(failurePair(yield* create(me, over)), what).toEqual(expected)
         const unknown = yield* create(pending, {})
-        expect(failure(unknown)[0]).toBe("WithdrawalPending")
-        expect(failure(unknown)[1]).toMatch(/^withdrawal .* on hyperliquid is unknown; it must resolve/)
+        expect(failurePair(unknown)[0]).toBe("WithdrawalPending")
+        expect(failurePair(unknown)[1]).toMatch(/^withdrawal .* on hyperliquid is unknown; it must resolve/)
 
         // The from chain's node does not answer: the balance cannot be read (retryable); the checks before it
         // still answer for themselves.
@@ -238,27 +228,30 @@ describe("Transfers service", () => {
             }
           }),
         )
-        expect(failure(dead.linked)).toEqual(["ChainUnavailable", "could not read the payer's balance on hyperliquid"])
+        expect(failurePair(dead.linked)).toEqual([
+          "ChainUnavailable",
+          "could not read the payer's balance on hyperliquid",
+        ])
         expect(retryable(dead.linked)).toBe(true)
-        expect(failure(dead.unlinked)[0]).toBe("PayerNotLinked")
+        expect(failurePair(dead.unlinked)[0]).toBe("PayerNotLinked")
 
         const id = crypto.randomUUID()
-        expect(failure(yield* Effect.exit(transfers.list(me, "x", 10)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.list(me, "x", 10)))).toEqual([
           "InvalidRequest",
           "cursor must be the next_cursor of a previous page",
         ])
-        expect(failure(yield* Effect.exit(transfers.list(me, id, 10)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.list(me, id, 10)))).toEqual([
           "InvalidRequest",
           "cursor is not one of your transfers; follow next_cursor",
         ])
         for (const bad of [id, "nope"]) {
-          expect(failure(yield* Effect.exit(transfers.cancel(me, bad)))).toEqual(["NotFound", "no such transfer"])
-          expect(failure(yield* Effect.exit(transfers.givePayKey(me, bad, fresh().address)))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.cancel(me, bad)))).toEqual(["NotFound", "no such transfer"])
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, bad, fresh().address)))).toEqual([
             "NotFound",
             "no such transfer",
           ])
         }
-        expect(failure(yield* Effect.exit(transfers.givePayKey(me, id, `0x${"0".repeat(40)}`)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, id, `0x${"0".repeat(40)}`)))).toEqual([
           "InvalidRequest",
           "pay_key must not be zero",
         ])
@@ -304,17 +297,17 @@ describe("Transfers service", () => {
         expect(yield* transfers.findRepeat(me, asked)).toEqual(Option.some(t))
         expect(yield* transfers.create(me, asked)).toEqual({ created: false, transfer: t })
         for (const over of [{ amountIn: 4n * USDC + 1n }, { maxParts: undefined }, { recipient: fresh().address }]) {
-          expect(failure(yield* Effect.exit(transfers.create(me, { ...asked, ...over })))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.create(me, { ...asked, ...over })))).toEqual([
             "StateConflict",
             "client_transfer_id was used with other parameters",
           ])
         }
         // The take exists: no cancel, no pay key (v1), and the desk's attempt skips it.
-        expect(failure(yield* Effect.exit(transfers.cancel(me, t.id)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.cancel(me, t.id)))).toEqual([
           "StateConflict",
           `the transfer's take ${t.take_id} is already created; it can no longer be cancelled`,
         ])
-        expect(failure(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
           "InvalidRequest",
           "this transfer's take is on settlement v1: it names no pay key",
         ])
@@ -345,7 +338,7 @@ describe("Transfers service", () => {
         expect(yield* journalOf(t.id)).toEqual(["transfer.created"])
 
         // Another master cannot cancel it; its owner can, once (a repeat answers the same), and the desk skips it.
-        expect(failure(yield* Effect.exit(transfers.cancel(other, t.id)))).toEqual(["NotFound", "no such transfer"])
+        expect(failurePair(yield* Effect.exit(transfers.cancel(other, t.id)))).toEqual(["NotFound", "no such transfer"])
         const cancelled = yield* transfers.cancel(me, t.id)
         expect(cancelled.cancelled_at).not.toBeNull()
         expect(yield* transfers.cancel(me, t.id)).toEqual(cancelled)
@@ -381,7 +374,7 @@ describe("Transfers service", () => {
 
           const key = fresh().address
           const before = yield* counts
-          expect(failure(yield* Effect.exit(transfers.givePayKey(me, t.id, key)))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, key)))).toEqual([
             "NoLiquidity",
             "no live quote can fill this take now",
           ])
@@ -404,7 +397,7 @@ describe("Transfers service", () => {
           // The same key again: unchanged; another key: 409; nothing new either way.
           const after = yield* counts
           expect(yield* transfers.givePayKey(me, t.id, key.toLowerCase())).toEqual(keyed)
-          expect(failure(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
             "StateConflict",
             "another pay key was already given for this transfer's take",
           ])

@@ -25,6 +25,7 @@ import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { makerOrderV2 } from "../support/TakesV2.ts"
 import { baseUrl } from "../support/TestServer.ts"
+import type { VenueNode } from "../support/VenueNode.ts"
 import {
   code,
   get,
@@ -32,7 +33,6 @@ import {
   lower,
   submit,
   USDC,
-  type VenueNode,
   WithdrawalDevnet,
   waitFor,
   withdrawalDevnet,

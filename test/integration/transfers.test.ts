@@ -21,6 +21,7 @@ import { account, sendCalls } from "../support/ChainDevnet.ts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
+import type { VenueNode } from "../support/VenueNode.ts"
 import {
   code,
   get,
@@ -28,7 +29,6 @@ import {
   lower,
   submit,
   USDC,
-  type VenueNode,
   WithdrawalDevnet,
   waitFor,
   withdrawalDevnet,

@@ -19,13 +19,12 @@ import { testDatabaseUrl } from "../support/Database.ts"
 import { type ServiceProcess, startService } from "../support/Process.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
+import { startVenueNode, type VenueNode } from "../support/VenueNode.ts"
 import {
   prepareOk,
   signPrepared,
-  startVenueNode,
   submit,
   USDC,
-  type VenueNode,
   venueConfigOf,
   type WithdrawalView,
 } from "../support/WithdrawalDevnet.ts"

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { MessageStorage, TestRunner } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Ref } from "effect"
+import { Context, Effect, Layer, Ref } from "effect"
 import { type Hex, hexToBigInt, numberToHex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { WithdrawalDeskLive } from "../../actors/WithdrawalDesk.ts"
@@ -21,9 +21,11 @@ import { AccessRequired } from "../../src/Domain/Errors.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
 import { SqlTest } from "../../src/Sql/TestDatabase.ts"
 import { Withdrawals } from "../../src/Withdrawals.ts"
+import { failedWith, tagOf } from "../support/Exits.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
-import { startVenueNode, USDC, type VenueNode, venueConfigOf } from "../support/WithdrawalDevnet.ts"
+import { startVenueNode, type VenueNode } from "../support/VenueNode.ts"
+import { USDC, venueConfigOf } from "../support/WithdrawalDevnet.ts"
 
 class Node extends Context.Tag("test/WithdrawalsServiceNode")<Node, VenueNode>() {}
 
@@ -48,13 +50,6 @@ const Live = Layer.unwrapScoped(
 
 const fresh = () => privateKeyToAccount(generatePrivateKey())
 const lower = (a: string) => a.toLowerCase()
-
-/** The catalogue error's tag and message a failed call ended with. */
-const failure = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail"
-    ? (exit.cause.error as { _tag?: string; message?: string })
-    : { _tag: `not a failure: ${Exit.isSuccess(exit) ? "success" : exit.cause._tag}` }
-const tagOf = <A, E>(exit: Exit.Exit<A, E>) => failure(exit)._tag
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 const highS = (sig: Hex) => {
@@ -108,16 +103,16 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Withdrawals 
       const messages = yield* submitMessages
       const ask = (m: string, venue: string, amount: bigint) =>
         Effect.exit(withdrawals.prepare(m, { venue, amount, to: "signer" }))
-      expect(failure(yield* ask(master, "nowhere", USDC))).toMatchObject({
+      expect(failedWith(yield* ask(master, "nowhere", USDC))).toMatchObject({
         _tag: "NotFound",
         message: "unknown venue nowhere; see GET /v1/venues",
       })
-      expect(failure(yield* ask(stranger, "hyperliquid", USDC))).toMatchObject({
+      expect(failedWith(yield* ask(stranger, "hyperliquid", USDC))).toMatchObject({
         _tag: "NotFound",
         message: "no account is linked on hyperliquid; POST /v1/accounts first",
       })
       expect(tagOf(yield* ask(master, "hyperliquid", 0n))).toBe("InvalidRequest")
-      expect(failure(yield* ask(master, "hyperliquid", 11n * USDC))).toMatchObject({
+      expect(failedWith(yield* ask(master, "hyperliquid", 11n * USDC))).toMatchObject({
         _tag: "InsufficientBalance",
         message: `at most ${10n * USDC} base units can be withdrawn now`,
       })
@@ -141,15 +136,17 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("Withdrawals 
       const tampered = structuredClone(prepared.typed_data) as { message: Record<string, unknown> }
       tampered.message.amount = "3"
       expect(tagOf(yield* submit(master, { typedData: tampered }))).toBe("InvalidRequest")
-      expect(failure(yield* submit(master, { amount: 3n * USDC }))).toMatchObject({
+      expect(failedWith(yield* submit(master, { amount: 3n * USDC }))).toMatchObject({
         _tag: "InvalidRequest",
         message: "venue, amount and to must be those the typed data was prepared for",
       })
       expect(tagOf(yield* submit(master, { to: "wallet" }))).toBe("InvalidRequest")
-      expect(failure(yield* submit(master, { signature: yield* sign(fresh(), prepared.typed_data) }))).toMatchObject({
-        _tag: "SignatureInvalid",
-        message: `the typed data must be signed by the linked address ${lower(owner.address)}`,
-      })
+      expect(failedWith(yield* submit(master, { signature: yield* sign(fresh(), prepared.typed_data) }))).toMatchObject(
+        {
+          _tag: "SignatureInvalid",
+          message: `the typed data must be signed by the linked address ${lower(owner.address)}`,
+        },
+      )
       // Another master's session holding this typed data: not a preparation of its account.
       expect(tagOf(yield* submit(other, {}))).toBe("InvalidRequest")
 

@@ -13,6 +13,7 @@ import { Supervision } from "../../src/Cluster/Supervision.ts"
 import { rawRequest } from "../support/Http.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { baseUrl } from "../support/TestServer.ts"
+import type { VenueNode } from "../support/VenueNode.ts"
 import {
   asterSignIn,
   code,
@@ -25,7 +26,6 @@ import {
   signPrepared,
   submit,
   USDC,
-  type VenueNode,
   WithdrawalDevnet,
   type WithdrawalView,
   waitFor,

@@ -1,5 +1,6 @@
-import { custom } from "viem"
-import type { ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
+import { Layer } from "effect"
+import { createPublicClient, custom, http } from "viem"
+import { ChainClients, type ChainTransportFactory } from "../../src/Chain/ChainClients.ts"
 
 /**
  * An in-process RPC fault injector: a viem `custom` transport in front of the venue's real RPC.
@@ -102,3 +103,13 @@ export const faultyTransport =
       },
       { retryCount: 0 },
     )
+
+/** Chain clients that reach no node: every venue read fails at once (a refused connection, no retry). */
+export const DeadChainClients = Layer.succeed(
+  ChainClients,
+  ChainClients.of({
+    venue: () => createPublicClient({ transport: http("http://127.0.0.1:9", { retryCount: 0, timeout: 2_000 }) }),
+    auth: undefined,
+    chain: () => undefined,
+  }),
+)

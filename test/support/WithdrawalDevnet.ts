@@ -8,27 +8,16 @@
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Address, Hex } from "viem"
 import type { PrivateKeyAccount } from "viem/accounts"
-import { ANVIL_PRIVATE_KEYS } from "../../infra/devnet/Anvil.ts"
-import {
-  startVenueSimulator,
-  type VenueSimulator,
-  type VenueSimulatorOptions,
-} from "../../infra/devnet/venues/VenueSimulator.ts"
-import { startTestChain, type TestChain, venueEntry } from "./ChainDevnet.ts"
+import type { VenueSimulatorOptions } from "../../infra/devnet/venues/VenueSimulator.ts"
+import { venueEntry } from "./ChainDevnet.ts"
 import { TestDatabaseLive } from "./Database.ts"
 import { type RawResponse, rawRequest } from "./Http.ts"
 import { bearer, post } from "./SignIn.ts"
 import { testAppConfig } from "./TestConfig.ts"
 import { TestHttpLive } from "./TestServer.ts"
+import { startVenueNode, type VenueNode } from "./VenueNode.ts"
 
 export const USDC = 1_000_000n
-export const HOT_WALLET_KEY = ANVIL_PRIVATE_KEYS[9] as Hex
-
-export interface VenueNode {
-  readonly chain: TestChain
-  readonly sim: VenueSimulator
-}
-
 export class WithdrawalDevnet extends Context.Tag("test/WithdrawalDevnet")<
   WithdrawalDevnet,
   { readonly hl?: VenueNode; readonly aster?: VenueNode }
@@ -45,36 +34,6 @@ export interface WithdrawalDevnetOptions {
   /** Settlement v2: each venue names its deployed SettlementEscrowV2 and `settlement.escrow_version` is 2. */
   readonly escrowV2?: boolean
 }
-
-const CHAIN_IDS = { hyperliquid: 999, aster: 42161 } as const
-
-/** One venue chain with its simulator, stopped with the scope. */
-export const startVenueNode = (kind: "hyperliquid" | "aster", sim: Partial<VenueSimulatorOptions> = {}) =>
-  Effect.gen(function* () {
-    const chain = yield* Effect.acquireRelease(
-      Effect.promise(() => startTestChain({ chainId: CHAIN_IDS[kind], kind })),
-      (c) => Effect.promise(() => c.anvil.stop()),
-    )
-    const simulator = yield* Effect.acquireRelease(
-      Effect.promise(() =>
-        startVenueSimulator({
-          kind,
-          port: 0,
-          chainRpcUrl: chain.anvil.rpcUrl,
-          chainId: chain.deployment.chainId,
-          token: chain.token,
-          marginMock: chain.deployment.contracts.venue.address,
-          hotWalletKey: HOT_WALLET_KEY,
-          signatureChainId: 42161,
-          pollIntervalMs: 100,
-          onError: () => {},
-          ...sim,
-        }),
-      ),
-      (s) => Effect.promise(() => s.stop()),
-    )
-    return { chain, sim: simulator } satisfies VenueNode
-  })
 
 /** The raw config entry of a venue node, with its simulator as `api_url`. */
 export const venueConfigOf = (
