@@ -3,26 +3,13 @@ import type { AddressInfo } from "node:net"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Address, createWalletClient, getAddress, http, keccak256, toHex } from "viem"
-import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
-import { mockUSDCAbi, settlementEscrowV2Abi } from "../../src/Chain/artifacts/index.ts"
+import { getAddress, keccak256, toHex } from "viem"
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { escrowV2ReadAbi } from "../../src/Client/EscrowReadsV2.ts"
-import {
-  type FillV2,
-  fillDigest,
-  fillV2TypedData,
-  fundOrderV2TypedData,
-  orderKey,
-  payTakeTypedData,
-  type QuoteSetV2,
-  quoteSetV2AbiArg,
-  quoteSetV2TypedData,
-} from "../../src/Domain/EscrowTypedDataV2.ts"
-import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
-import { account, type TestChain } from "../support/ChainDevnet.ts"
+import { orderKey } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { account } from "../support/ChainDevnet.ts"
 import { Chains } from "../support/DevnetStack.ts"
-import { NO_PERMIT } from "../support/EscrowV2Chains.ts"
-import { MakerV2Live, runMaker } from "../support/MakerClientV2.ts"
+import { fundOrderOnChain, holdPaymentForMaker, MakerV2Live, runMaker } from "../support/MakerClientV2.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { issueCredential, registerIdentity } from "../support/QuoteIdentities.ts"
 import { signIn } from "../support/SignIn.ts"
@@ -82,30 +69,11 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client
       const payeeKey = generatePrivateKey()
       const payee = privateKeyToAccount(payeeKey).address
       const orderId = keccak256(toHex(`maker outage ${m}`))
-      const send = (c: TestChain, from: PrivateKeyAccount, address: Address, functionName: string, args: unknown[]) =>
-        Effect.promise(async () => {
-          const wallet = createWalletClient({ account: from, chain: c.chain, transport: http(c.anvil.rpcUrl) })
-          const abi = address === c.token ? mockUSDCAbi : settlementEscrowV2Abi
-          const hash = await wallet.writeContract({ address, abi, functionName, args } as never)
-          const receipt = await c.pub.waitForTransactionReceipt({ hash, pollingInterval: 20 })
-          if (receipt.status !== "success") throw new Error(`${functionName} reverted`)
-        })
       const M = getAddress(hl.escrowV2!)
       const T = getAddress(aster.escrowV2!)
       // The order on chain: funded by its owner on the maker chain's v2 escrow, naming the maker's quote signer.
       yield* Effect.promise(() => hl.test.setBalance({ address: owner.address, value: 10n ** 18n }))
-      yield* send(hl, operator, hl.token, "mint", [owner.address, 4_000_000n])
-      yield* send(hl, owner, hl.token, "approve", [M, 4_000_000n])
-      const fundOrder = {
-        orderId,
-        owner: owner.address,
-        operator: operator.address,
-        quoteSigner: quoteSigner.address,
-        amount: 4_000_000n,
-        deadline: (yield* Effect.promise(() => hl.pub.getBlock())).timestamp + 3600n,
-      }
-      const fundSig = yield* Effect.promise(() => owner.signTypedData(fundOrderV2TypedData(999, M, fundOrder)))
-      yield* send(hl, operator, M, "fund", [fundOrder, fundSig, NO_PERMIT])
+      yield* fundOrderOnChain(hl, { operator, owner, quoteSigner: quoteSigner.address }, orderId, 4_000_000n)
       // The same order as the service knows it (fixture rows), so the bot's sets are admitted.
       yield* sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, created_at,
           updated_at, client_order_id, quote_identity_id, quote_signer, to_sign, escrow_version)
@@ -164,74 +132,12 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("maker client
         where id = ${identity.id}`
       yield* pollUntil(lapsed, (rows) => rows[0]?.lapsed === true, { within: "30 seconds" })
       // A payment held for the maker meanwhile: a lock under a set of its key (hashlock 2), then payTake.
-      const now = (yield* Effect.promise(() => hl.pub.getBlock())).timestamp
-      const hashlocks = deriveHashlockSet(
-        secretKeyOf(signerKey),
-        { chainId: 999n, makerEscrow: M, owner: owner.address, orderId, sequence: 1n },
-        4,
+      const { digest, hashlocks } = yield* holdPaymentForMaker(
+        { hl, aster },
+        { operator, payer, owner: owner.address, signerKey, payee },
+        orderId,
+        `outage fill ${m}`,
       )
-      const quoteSet: QuoteSetV2 = {
-        owner: owner.address,
-        orderId,
-        sequence: 1n,
-        generation: 1n,
-        quoteSize: 1_000_000n,
-        issuedAt: now,
-        validUntil: now + 300n,
-        hashlockRoot: hashlocks.root,
-        hashlockCount: 4,
-        quotes: [
-          {
-            chainId: 42161n,
-            token: getAddress(aster.token),
-            escrow: T,
-            recipient: payee,
-            supply: 1n,
-            receive: 1n,
-            minFill: 1n,
-          },
-        ],
-      }
-      const quoteSig = yield* Effect.promise(() => quoteSigner.signTypedData(quoteSetV2TypedData(999, M, quoteSet)))
-      const payKey = privateKeyToAccount(generatePrivateKey())
-      const payBy = now + 100n
-      const fill: FillV2 = {
-        fillId: keccak256(toHex(`outage fill ${m}`)),
-        owner: owner.address,
-        orderId,
-        sequence: 1n,
-        makerChainId: 999n,
-        makerEscrow: M,
-        takerChainId: 42161n,
-        takerEscrow: T,
-        payer: payer.address,
-        payee,
-        amountIn: 500_000n,
-        recipient: payer.address,
-        amountOut: 500_000n,
-        dex: 0,
-        toMargin: false,
-        hashlock: hashlocks.hashlocks[2]!,
-        hashlockIndex: 2,
-        payKey: payKey.address,
-        payBy,
-        takerExpiry: payBy + 900n,
-        makerExpiry: payBy + 1500n,
-      }
-      const digest = fillDigest(fill)
-      const fillSig = yield* Effect.promise(() => payer.signTypedData(fillV2TypedData(fill)))
-      yield* send(hl, operator, M, "lock", [
-        fill,
-        fillSig,
-        quoteSetV2AbiArg(quoteSet),
-        0n,
-        quoteSig,
-        hashlocks.proof(2),
-      ])
-      yield* send(aster, operator, aster.token, "mint", [payer.address, 500_000n])
-      yield* send(aster, payer, aster.token, "approve", [T, 500_000n])
-      const auth = yield* Effect.promise(() => payKey.signTypedData(payTakeTypedData(42161, T, [digest])))
-      yield* send(aster, operator, T, "payTake", [[fill], [fillSig], auth, NO_PERMIT])
       yield* Effect.promise(() => Promise.all([hl.test.mine({ blocks: 70 }), aster.test.mine({ blocks: 70 })]))
       yield* Effect.promise(() => aster.test.setBalance({ address: payee, value: 10n ** 18n }))
       const payment = Effect.promise(() =>
