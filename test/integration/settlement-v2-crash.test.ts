@@ -10,64 +10,28 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { Hex } from "viem"
-import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account } from "../support/ChainDevnet.ts"
-import type { CrashableService } from "../support/ChainProcess.ts"
-import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
+import { V2Harness, v2HarnessLive } from "../support/SettleV2Harness.ts"
 import {
   authorizeWhenFinal,
   balanceOf,
   fillRows,
   fillsIn,
   killNow,
-  type MakerProcess,
   makerSecrets,
-  mineForever,
   onChain,
   runMakerClient,
   secretsInDatabase,
   startV2Service,
   takeV2,
-  type V2Maker,
-  type V2Stack,
-  v2Maker,
-  v2Stack,
   v2Taker,
 } from "../support/SettleV2Stack.ts"
 
-interface Processes {
-  service?: CrashableService
-  maker?: MakerProcess
-}
-
-class Harness extends Context.Tag("test/SettlementV2Crash")<
-  Harness,
-  { readonly stack: V2Stack; readonly procs: Processes; readonly maker: V2Maker; readonly credential: string }
->() {}
-
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const url = yield* testDatabaseUrl
-    const { stack } = yield* v2Stack(url)
-    const procs: Processes = {}
-    yield* Effect.addFinalizer(() =>
-      Effect.all([
-        procs.maker ? killNow(procs.maker) : Effect.void,
-        procs.service ? killNow(procs.service) : Effect.void,
-      ]),
-    )
-    yield* Effect.forkScoped(mineForever(stack))
-    procs.service = yield* startV2Service(stack)
-    const db = databaseLayer(url)
-    const { maker, credential } = yield* v2Maker(stack, account(1), 20_000_000n).pipe(Effect.provide(db))
-    procs.maker = runMakerClient(stack, maker, credential)
-    return Layer.merge(db, Layer.succeed(Harness, { stack, procs, maker, credential }))
-  }),
-)
+const Live = v2HarnessLive(20_000_000n)
 
 const t0 = Date.now()
 const progress = (what: string) =>
@@ -76,7 +40,7 @@ const progress = (what: string) =>
 /** On a failure, the last output of the service and the maker client (the failure alone rarely says why). */
 const withOutputs = <A, E, R>(e: Effect.Effect<A, E, R>) =>
   Effect.tapErrorCause(e, () =>
-    Effect.flatMap(Harness, ({ procs }) =>
+    Effect.flatMap(V2Harness, ({ procs }) =>
       Effect.sync(() =>
         process.stderr.write(
           `--- service:\n${procs.service?.output().slice(-8000)}\n--- maker client:\n${procs.maker?.output().slice(-3000)}\n`,
@@ -87,7 +51,7 @@ const withOutputs = <A, E, R>(e: Effect.Effect<A, E, R>) =>
 
 const makerReady = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const { maker } = yield* Harness
+  const { maker } = yield* V2Harness
   yield* pollUntil(
     sql`select 1 from quote_sets where order_id = ${maker.orderId} and active and hashlock_root is not null`,
     (rows) => rows.length === 1,
@@ -116,7 +80,7 @@ const settledOnce = (p: {
   readonly payer: `0x${string}`
 }) =>
   Effect.gen(function* () {
-    const { stack, maker } = yield* Harness
+    const { stack, maker } = yield* V2Harness
     const { hl, aster } = stack
     const sql = yield* SqlClient.SqlClient
     expect(yield* onChain(stack, p.digest)).toEqual({ lock: "Claimed", payment: "Claimed" })
@@ -140,7 +104,7 @@ const settledOnce = (p: {
  */
 const noSecretBeforePublic = (step: string, secrets: ReadonlyArray<Hex>, used: Hex, digest: Hex) =>
   Effect.gen(function* () {
-    const { stack } = yield* Harness
+    const { stack } = yield* V2Harness
     const found = yield* secretsInDatabase(secrets)
     const revealed = (yield* onChain(stack, digest, "latest")).payment === "Claimed"
     expect(
@@ -152,7 +116,7 @@ const noSecretBeforePublic = (step: string, secrets: ReadonlyArray<Hex>, used: H
 
 const balances = (payer: `0x${string}`) =>
   Effect.gen(function* () {
-    const { stack, maker } = yield* Harness
+    const { stack, maker } = yield* V2Harness
     return {
       payer: yield* balanceOf(stack.aster, payer),
       payee: yield* balanceOf(stack.aster, maker.payee.address),
@@ -167,7 +131,7 @@ layer(Live, { timeout: "600 seconds", excludeTestServices: true })("settlement v
     () =>
       withOutputs(
         Effect.gen(function* () {
-          const { stack, procs, maker, credential } = yield* Harness
+          const { stack, procs, maker, credential } = yield* V2Harness
           yield* makerReady
           const taker = yield* v2Taker(stack, account(3))
           const before = yield* balances(taker.account.address)

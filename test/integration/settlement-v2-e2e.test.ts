@@ -8,77 +8,36 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { identityFades } from "../../src/Settlement/FadeRecord.ts"
 import { takerUnpaidLocks } from "../../src/Settlement/RepoV2.ts"
-import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account } from "../support/ChainDevnet.ts"
-import type { CrashableService } from "../support/ChainProcess.ts"
-import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { V2Harness, v2HarnessLive } from "../support/SettleV2Harness.ts"
 import {
   authorizeWhenFinal,
   balanceOf,
   fillRows,
   fillsIn,
   killNow,
-  type MakerProcess,
   makerSecrets,
-  mineForever,
   onChain,
-  runMakerClient,
   secretsInDatabase,
   startV2Service,
   takeV2,
-  type V2Maker,
-  type V2Stack,
-  v2Maker,
-  v2Stack,
   v2Taker,
   warp,
 } from "../support/SettleV2Stack.ts"
 
-interface Processes {
-  service?: CrashableService
-  maker?: MakerProcess
-}
-
-class Harness extends Context.Tag("test/SettlementV2E2E")<
-  Harness,
-  { readonly stack: V2Stack; readonly procs: Processes; readonly maker: V2Maker }
->() {}
-
 const AMOUNT = 20_000_000n
 
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const url = yield* testDatabaseUrl
-    const { stack } = yield* v2Stack(url)
-    const procs: Processes = {}
-    yield* Effect.addFinalizer(() =>
-      Effect.all([
-        procs.maker ? killNow(procs.maker) : Effect.void,
-        procs.service ? killNow(procs.service) : Effect.void,
-      ]),
-    )
-    yield* Effect.forkScoped(mineForever(stack))
-    // The service migrates the database; the test's own client opens after it.
-    procs.service = yield* startV2Service(stack)
-    const db = databaseLayer(url)
-    const maker = yield* Effect.gen(function* () {
-      const { maker, credential } = yield* v2Maker(stack, account(1), AMOUNT)
-      procs.maker = runMakerClient(stack, maker, credential)
-      return maker
-    }).pipe(Effect.provide(db))
-    return Layer.merge(db, Layer.succeed(Harness, { stack, procs, maker }))
-  }),
-)
+const Live = v2HarnessLive(AMOUNT)
 
 /** The maker's active v2 set and the order indexed with all its funds: takes can route to it. */
 const makerReady = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const { maker } = yield* Harness
+  const { maker } = yield* V2Harness
   yield* pollUntil(
     sql`select 1 from quote_sets where order_id = ${maker.orderId} and active and hashlock_root is not null`,
     (rows) => rows.length === 1,
@@ -93,14 +52,14 @@ const makerReady = Effect.gen(function* () {
 
 /** Every secret the maker's key derives for the set a fill used. */
 const secretsOf = (fill: { readonly sequence: string }) =>
-  Effect.map(Harness, ({ stack, maker }) => makerSecrets(stack, maker, BigInt(fill.sequence)))
+  Effect.map(V2Harness, ({ stack, maker }) => makerSecrets(stack, maker, BigInt(fill.sequence)))
 
 layer(Live, { timeout: "600 seconds", excludeTestServices: true })("settlement v2 end to end", (it) => {
   it.effect(
     "a take settles: lock, the pay key's authorisation, payTake, the maker's own reveal, the claim",
     () =>
       Effect.gen(function* () {
-        const { stack, maker, procs } = yield* Harness
+        const { stack, maker, procs } = yield* V2Harness
         const { hl, aster } = stack
         const sql = yield* SqlClient.SqlClient
         yield* makerReady
@@ -143,7 +102,7 @@ layer(Live, { timeout: "600 seconds", excludeTestServices: true })("settlement v
     "the service stopped after the payment: the maker reveals meanwhile; on restart it claims",
     () =>
       Effect.gen(function* () {
-        const { stack, procs } = yield* Harness
+        const { stack, procs } = yield* V2Harness
         const { hl } = stack
         yield* makerReady
         const taker = yield* v2Taker(stack, account(4))
@@ -177,7 +136,7 @@ layer(Live, { timeout: "600 seconds", excludeTestServices: true })("settlement v
     "the maker client stopped before revealing: both sides refund, a fade; the taker never authorising: the lock refunds, no fade",
     () =>
       Effect.gen(function* () {
-        const { stack, maker, procs } = yield* Harness
+        const { stack, maker, procs } = yield* V2Harness
         const { aster } = stack
         const sql = yield* SqlClient.SqlClient
         yield* makerReady

@@ -7,72 +7,32 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { createWalletClient, http } from "viem"
 import { claimIfStalled, walletClaimSender } from "../../src/Client/TakerClaim.ts"
-import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account } from "../support/ChainDevnet.ts"
-import type { CrashableService } from "../support/ChainProcess.ts"
-import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
+import { V2Harness, v2HarnessLive } from "../support/SettleV2Harness.ts"
 import {
   authorizeWhenFinal,
   balanceOf,
   fillRows,
   fillsIn,
   killNow,
-  type MakerProcess,
-  mineForever,
   onChain,
-  runMakerClient,
   startV2Service,
   takeV2,
-  type V2Maker,
-  type V2Stack,
-  v2Maker,
-  v2Stack,
   v2Taker,
 } from "../support/SettleV2Stack.ts"
 
-interface Processes {
-  service?: CrashableService
-  maker?: MakerProcess
-}
-
-class Harness extends Context.Tag("test/TakerClaimV2E2E")<
-  Harness,
-  { readonly stack: V2Stack; readonly procs: Processes; readonly maker: V2Maker }
->() {}
-
-const Live = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const url = yield* testDatabaseUrl
-    const { stack } = yield* v2Stack(url)
-    const procs: Processes = {}
-    yield* Effect.addFinalizer(() =>
-      Effect.all([
-        procs.maker ? killNow(procs.maker) : Effect.void,
-        procs.service ? killNow(procs.service) : Effect.void,
-      ]),
-    )
-    yield* Effect.forkScoped(mineForever(stack))
-    procs.service = yield* startV2Service(stack)
-    const db = databaseLayer(url)
-    const maker = yield* Effect.gen(function* () {
-      const { maker, credential } = yield* v2Maker(stack, account(1), 5_000_000n)
-      procs.maker = runMakerClient(stack, maker, credential)
-      return maker
-    }).pipe(Effect.provide(db))
-    return Layer.merge(db, Layer.succeed(Harness, { stack, procs, maker }))
-  }),
-)
+const Live = v2HarnessLive(5_000_000n)
 
 layer(Live, { timeout: "600 seconds", excludeTestServices: true })("taker's own claim end to end", (it) => {
   it.effect(
     "the service stopped after the payment: the maker reveals, the taker's client claims after the grace",
     () =>
       Effect.gen(function* () {
-        const { stack, procs, maker } = yield* Harness
+        const { stack, procs, maker } = yield* V2Harness
         const { hl, aster } = stack
         const sql = yield* SqlClient.SqlClient
         yield* pollUntil(
