@@ -34,7 +34,12 @@ const AMOUNT = 20_000_000n
 
 const Live = v2HarnessLive(AMOUNT)
 
-/** The maker's active v2 set and the order indexed with all its funds: takes can route to it. */
+/**
+ * The maker's active v2 set, and the order's index at rest: funds available and no lock open (every take of an
+ * earlier test ended). A fill is settled once the relayer sees its claim final, which can be before the watcher's
+ * page with the Claimed event commits: read sooner, a test's baseline of the order's row would still hold the
+ * previous test's lock, and its wait for `locked` to come back to that baseline would never end.
+ */
 const makerReady = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const { maker } = yield* V2Harness
@@ -44,7 +49,7 @@ const makerReady = Effect.gen(function* () {
     { every: "250 millis", within: "60 seconds" },
   )
   yield* pollUntil(
-    sql`select 1 from escrow_v2_orders where order_id = ${maker.orderId} and available > 0`,
+    sql`select 1 from escrow_v2_orders where order_id = ${maker.orderId} and available > 0 and locked = 0`,
     (rows) => rows.length === 1,
     { every: "250 millis", within: "60 seconds" },
   )
