@@ -22,7 +22,7 @@ import {
 } from "../src/Chain/SettlementCallsV2.ts"
 import { AppConfig } from "../src/Config.ts"
 import { CALL_SIDE, type SettlementCall } from "../src/Domain/SettlementStep.ts"
-import { CANCELLED_BY_PAY_KEY, decideV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
+import { CANCELLED_BY_PAY_KEY, decideV2, effectiveFactsV2, type FillFactsV2 } from "../src/Domain/SettlementStepV2.ts"
 import { Relayer } from "../src/Relayer.ts"
 import { keysOf, outcomesOfFills, recordCall } from "../src/Settlement/Repo.ts"
 import {
@@ -206,8 +206,12 @@ export const settleTakeV2 = <E, R>(
               yield* submitCallV2(f, action.call, action.key)
               return NONE
             case "Advance": {
-              // A chance to reveal: the payment final on a live lock with at least reveal_cutoff left.
-              const chance = f.lock_state === "locked" && facts.takerExpiry - takerNow >= revealCutoff
+              // A chance to reveal: the payment final on a live lock with at least reveal_cutoff left. The lock's
+              // evidence is the decision's own (effectiveFactsV2: the index, or the relayer's final receipt of our
+              // lock), not the index alone: its page may land after the payment is final, and a chance missed
+              // then would leave a maker's later fade uncounted.
+              const chance =
+                effectiveFactsV2(facts).lock?.state === "locked" && facts.takerExpiry - takerNow >= revealCutoff
               return (yield* advanceFillV2(f, action.state, chance)) ? MOVED : NONE
             }
             case "Finish": {

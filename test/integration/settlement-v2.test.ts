@@ -19,6 +19,7 @@ import { pollUntil } from "../support/Poll.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
 import {
   fresh,
+  indexHeld,
   M,
   miningPaused,
   newMakerV2,
@@ -357,39 +358,55 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement v
     }),
   )
 
-  it.effect("the maker never reveals: refundPayment after takerExpiry, refund after makerExpiry, a fade", () =>
-    Effect.gen(function* () {
-      const { aster } = yield* SettleV2Env
-      const maker = yield* newMakerV2(4, 5_000_000n)
-      const take = yield* newTake(maker, 0, 1_500_000n)
-      const payer0 = yield* balanceOf(aster, PAYER.address)
-      yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
-      yield* authorizePayment(aster, take, take.payKey)
-      yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
-      yield* warp(1100)
-      yield* settleUntil(
-        "the payment refunded",
-        Effect.map(balanceOf(aster, PAYER.address), (b) => b === payer0),
-      )
-      yield* warp(700)
-      yield* settleUntil("refunded", allIn(take.takeId, ["refunded"]))
-      const m = yield* marks(maker.identityId, take.master)
-      expect(m.fades).toMatchObject({ chances: 1, fades: 1, flagged: true })
-      expect(yield* balanceOf(aster, maker.payee)).toBe(0n)
-      // A fill that ends refunded moves nothing on its order and publishes no trade.
-      const sql = yield* SqlClient.SqlClient
-      const [order] = yield* sql<{ filled: string; received: string }>`
-        select filled::text, received::text from orders where id = ${maker.orderId}`
-      expect(order).toEqual({ filled: "0", received: "0" })
-      const [fill] = yield* fillsOf(take.takeId)
-      expect(yield* sql`select 1 from journal where kind = 'trade.settled' and payload->>'id' = ${fill!.id}`).toEqual(
-        [],
-      )
-      expect(
-        yield* sql`select 1 from journal where kind = 'fill.refunded' and payload->>'fill_id' = ${fill!.id}`,
-      ).toHaveLength(2)
-    }),
-  )
+  // Lagging: the index holds until the payment is final, so the fill is locked and paid on the relayer's final
+  // receipts alone; the chance to reveal must count as when the index is current, or the fade goes uncounted.
+  for (const lagging of [false, true]) {
+    it.effect(
+      lagging
+        ? "the maker never reveals, the index behind the relayer until the payment is final: the chance and fade count"
+        : "the maker never reveals: refundPayment after takerExpiry, refund after makerExpiry, a fade",
+      () =>
+        Effect.gen(function* () {
+          const { aster } = yield* SettleV2Env
+          const sql = yield* SqlClient.SqlClient
+          const maker = yield* newMakerV2(4, 5_000_000n)
+          const take = yield* newTake(maker, 0, 1_500_000n)
+          const payer0 = yield* balanceOf(aster, PAYER.address)
+          indexHeld.on = lagging
+          yield* Effect.gen(function* () {
+            yield* settleUntil("the lock final", allIn(take.takeId, ["locked"]))
+            yield* authorizePayment(aster, take, take.payKey)
+            yield* settleUntil("the payment final", allIn(take.takeId, ["paid"]))
+            if (lagging) {
+              const [row] = yield* sql<{ n: string }>`
+                select count(*)::text as n from escrow_v2_locks where order_id = ${maker.orderId}`
+              expect(row!.n).toBe("0")
+            }
+          }).pipe(Effect.ensuring(Effect.sync(() => (indexHeld.on = false))))
+          yield* warp(1100)
+          yield* settleUntil(
+            "the payment refunded",
+            Effect.map(balanceOf(aster, PAYER.address), (b) => b === payer0),
+          )
+          yield* warp(700)
+          yield* settleUntil("refunded", allIn(take.takeId, ["refunded"]))
+          const m = yield* marks(maker.identityId, take.master)
+          expect(m.fades).toMatchObject({ chances: 1, fades: 1, flagged: true })
+          expect(yield* balanceOf(aster, maker.payee)).toBe(0n)
+          // A fill that ends refunded moves nothing on its order and publishes no trade.
+          const [order] = yield* sql<{ filled: string; received: string }>`
+            select filled::text, received::text from orders where id = ${maker.orderId}`
+          expect(order).toEqual({ filled: "0", received: "0" })
+          const [fill] = yield* fillsOf(take.takeId)
+          expect(
+            yield* sql`select 1 from journal where kind = 'trade.settled' and payload->>'id' = ${fill!.id}`,
+          ).toEqual([])
+          expect(
+            yield* sql`select 1 from journal where kind = 'fill.refunded' and payload->>'fill_id' = ${fill!.id}`,
+          ).toHaveLength(2)
+        }),
+    )
+  }
 
   it.effect("a crash between committing each key and submitting it: resubmitted, one request per step", () =>
     Effect.gen(function* () {

@@ -59,6 +59,20 @@ const entry = (c: TestChain, id: string) => {
  */
 export const miningPaused = new Set<TestChain>()
 
+/**
+ * While `on`, both venues' watchers wait before their next poll (the `watcher.before-poll` fault point): the index
+ * stays where it is while the chains, the relayers and the passes go on, as when the index lags the relayer.
+ */
+export const indexHeld = { on: false }
+
+const holdWhileIndexHeld: Effect.Effect<void> = Effect.suspend(() =>
+  indexHeld.on ? Effect.zipRight(Effect.sleep("25 millis"), holdWhileIndexHeld) : Effect.void,
+)
+
+const IndexHold = Layer.succeed(FaultPoint, {
+  hit: (name) => (name === "watcher.before-poll" ? holdWhileIndexHeld : Effect.void),
+})
+
 /** The stack; `settlement` is the config's settlement section (give it `escrow_version: 2`). */
 export const settleV2ActorsLive = (settlement: Record<string, unknown>) =>
   Layer.unwrapScoped(
@@ -72,7 +86,7 @@ export const settleV2ActorsLive = (settlement: Record<string, unknown>) =>
         operator_key: key(OPERATOR),
         settlement,
       })
-      const base = Layer.mergeAll(TestHttpLive, ChainClients.Live, FaultPoint.Noop, Relayer.Live).pipe(
+      const base = Layer.mergeAll(TestHttpLive, ChainClients.Live, IndexHold, Relayer.Live).pipe(
         Layer.provideMerge(TestDatabaseLive),
         Layer.provideMerge(config),
       )
