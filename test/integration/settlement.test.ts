@@ -366,8 +366,12 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("settlement o
       expect(yield* balanceOf(aster, A.payee)).toBe(1_500_000n)
       // Delivered through the margin router (not refused): the maker escrow paid amount_out out.
       expect(yield* balanceOf(hl, hl.escrow)).toBe(escrowHl0 - 1_500_000n)
-      const [lock] = yield* sql<{ state: string; refused: boolean | null }>`
-        select state, refused from escrow_locks where venue = ${M} and recipient = ${recipient}`
+      // The fill is settled once the relayer sees the claim final; the index's page with it may land later.
+      const [lock] = yield* pollUntil(
+        sql<{ state: string; refused: boolean | null }>`
+          select state, refused from escrow_locks where venue = ${M} and recipient = ${recipient}`,
+        (rows) => rows[0]?.state !== undefined && rows[0].state !== "locked",
+      )
       expect(lock).toEqual({ state: "claimed", refused: false })
       const [order] = yield* sql<{ filled: string; received: string }>`
         select filled::text, received::text from orders where id = ${A.orderId}`
