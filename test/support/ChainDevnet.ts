@@ -74,6 +74,26 @@ export const startTestChain = async (
   }
 }
 
+/**
+ * Lag injection, to find tests that race the index or the relayer: TEST_WATCHER_LAG_MS=n makes every watcher built
+ * here poll every n ms (and no sooner on a new block), TEST_RELAYER_LAG_MS=n every relayer. A test that passes only
+ * while the index is current, or only while the relayer is ahead of it, fails under them (README, Tests).
+ */
+const lagged = (
+  settings: Record<string, unknown> | undefined,
+  lagMs: string | undefined,
+  keys: ReadonlyArray<string>,
+) => (lagMs === undefined ? settings : { ...settings, ...Object.fromEntries(keys.map((k) => [k, Number(lagMs)])) })
+
+const watcherAndRelayer = (extra: {
+  readonly watcher?: Record<string, unknown>
+  readonly relayer?: Record<string, unknown>
+}) => {
+  const watcher = lagged(extra.watcher, process.env.TEST_WATCHER_LAG_MS, ["poll_ms", "head_poll_ms"])
+  const relayer = lagged(extra.relayer, process.env.TEST_RELAYER_LAG_MS, ["poll_ms"])
+  return { ...(watcher ? { watcher } : {}), ...(relayer ? { relayer } : {}) }
+}
+
 /** The config entry of a venue on this chain (raw JSON shape, before decoding). */
 export const venueEntry = (
   c: TestChain,
@@ -96,8 +116,7 @@ export const venueEntry = (
   escrow: c.escrow,
   deployment_block: Number(c.deployment.contracts.token.block),
   legacy_escrow: c.legacy,
-  ...(extra.watcher ? { watcher: extra.watcher } : {}),
-  ...(extra.relayer ? { relayer: extra.relayer } : {}),
+  ...watcherAndRelayer(extra),
   ...(extra.escrowV2 && c.escrowV2 !== undefined
     ? { escrow_v2: { address: c.escrowV2, deployment_block: Number(c.deployment.contracts.escrowV2!.block) } }
     : {}),
