@@ -77,7 +77,8 @@ export const startTestChain = async (
 /**
  * Lag injection, to find tests that race the index or the relayer: TEST_WATCHER_LAG_MS=n makes every watcher built
  * here poll every n ms (and no sooner on a new block), TEST_RELAYER_LAG_MS=n every relayer. A test that passes only
- * while the index is current, or only while the relayer is ahead of it, fails under them (README, Tests).
+ * while the index is current, or only while the relayer is ahead of it, fails far more often under them (README,
+ * Tests).
  */
 const lagged = (
   settings: Record<string, unknown> | undefined,
