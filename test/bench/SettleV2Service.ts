@@ -43,14 +43,12 @@ export const startMaker = (s: V2Stack, fills: number, perFill: bigint) =>
     // longest the stack admits (quote_validity_seconds_max = MAX_QUOTE_LIFE, 300 s): usable for 240 s past the 60 s
     // lock cutoff and replaced every 120 s, so a size's takes rarely meet a replacement (each one a signed set of
     // up to 264 hashlocks the service checks and stores while the takes run).
-    const client = runMakerClient(
-      s,
-      maker,
-      credential,
-      Math.max(32, fills + 8),
-      DEVNET_TIMING_V2.quoteValidityMax,
-      MAKER_POLL_MS,
-    )
+    const client = runMakerClient(s, maker, credential, {
+      hashlocks: Math.max(32, fills + 8),
+      validity: DEVNET_TIMING_V2.quoteValidityMax,
+      pollMs: MAKER_POLL_MS,
+      quoteSize: maker.amount,
+    })
     // The bench's failure report prints the maker's output only once startMaker returned: a set that never goes
     // live (a refusal stops the bot) is told here, with what the bot wrote.
     yield* pollUntil(

@@ -243,22 +243,29 @@ export interface MakerProcess {
  * `npm run maker` (its script) for the order in v2 mode, quoting 1:1 into aster, as a child process. Its lease is
  * asked for 60 s, so the tests' short service stops do not lapse it (the client keeps revealing through an outage
  * either way since dcf306f; maker-client-outage-v2 tests that). `hashlocks` per set (a fill each), default 32;
- * `validity` of each set, default 120 s.
+ * `validity` of each set, default 120 s; `quoteSize`, default half the order (as `maker setup`'s).
  */
 export const runMakerClient = (
   s: V2Stack,
   m: V2Maker,
   credential: string,
-  hashlocks = 32,
-  validity = 120,
-  // The reveal loop's --poll-ms: the stack's chains make a block every 250 ms (or each second), so receipts and new
-  // heads are looked for as often by default; the settle bench asks every 50 ms (the bot's floor), as its raw run
-  // watches heads every 20 ms, so the maker reveals as soon as its own checks pass rather than up to a block later.
-  pollMs = 250,
+  {
+    hashlocks = 32,
+    validity = 120,
+    // The reveal loop's --poll-ms: the stack's chains make a block every 250 ms (or each second), so receipts and new
+    // heads are looked for as often by default; the settle bench asks every 50 ms (the bot's floor), as its raw run
+    // watches heads every 20 ms, so the maker reveals as soon as its own checks pass rather than up to a block later.
+    pollMs = 250,
+    // A set must fit the order's quotable amount: once fills bring that below the size, the bot's next set is
+    // refused and it stops quoting (README "Run a maker"). With the whole order, a file's takes after the first
+    // set stops being offered (60 s after it at the default validity and cutoff) would find no quote; half keeps it
+    // quoting through the tests' few fills. The bench, one round of takes, asks for the whole order.
+    quoteSize = m.amount / 2n,
+  }: { hashlocks?: number; validity?: number; pollMs?: number; quoteSize?: bigint } = {},
 ): MakerProcess => {
   const args = [
     ...["--api", s.api, "--identity", m.identityId, "--order", m.orderId, "--venue", M],
-    ...["--quote", `${T}:${m.payee.address}:1000000:1000000:100000`, "--quote-size", m.amount.toString()],
+    ...["--quote", `${T}:${m.payee.address}:1000000:1000000:100000`, "--quote-size", quoteSize.toString()],
     ...["--ttl", "60", "--renew", "1", "--validity", String(validity), "--owner", m.owner.address],
     ...["--escrow-v2", `${M}=${s.hl.escrowV2!}`, "--escrow-v2", `${T}=${s.aster.escrowV2!}`],
     ...[
