@@ -47,6 +47,24 @@ const tooLarge = (limit: number) =>
 
 const tooDeep = envelopeResponse(new InvalidRequest({ message: tooDeepMessage("the request body") }))
 
+// PostgreSQL's text and jsonb refuse U+0000: a string holding it must be a 400 here, not a failed insert later.
+// JSON can carry it only as the escape `\u0000` preceded by an even number of backslashes (an odd number would make
+// the escape's own backslash a literal one).
+const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/
+const hasNul = envelopeResponse(new InvalidRequest({ message: "a string in the request body holds U+0000 (NUL)" }))
+
+// Every payload is JSON, but the platform parses a body by its content type: a multipart one to parts (files on
+// disk), and one with a malformed boundary kills the request (500). Such a body is refused at the door, as a too
+// deep one is, before its bearer is checked.
+const isMultipart = (request: HttpServerRequest.HttpServerRequest) =>
+  HttpMethod.hasBody(request.method) && (request.headers["content-type"] ?? "").toLowerCase().includes("multipart/")
+const multipart = envelopeResponse(
+  new InvalidRequest({ message: "multipart bodies are not accepted: request bodies are JSON (application/json)" }),
+)
+
+/** What the body's text refuses before anything parses it (too deep, a NUL), or undefined. */
+const refusal = (text: string) => (exceedsJsonDepth(text) ? tooDeep : ESCAPED_NUL.test(text) ? hasNul : undefined)
+
 /**
  * Whether the framework will JSON.parse this request's body: HttpApi decodes the payload of a method
  * with a body as JSON when its content type says so or is missing.
@@ -58,9 +76,9 @@ const readsJson = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 /**
- * Refuses a JSON body nested deeper than MAX_JSON_DEPTH before anything parses it. The body text is
- * read here within the limit; the platform caches it on the request, so the handler's decoding reads
- * the same text again without touching the socket. A body that cannot be read is left to the app,
+ * Refuses a JSON body nested deeper than MAX_JSON_DEPTH, or holding a NUL, before anything parses it. The
+ * body text is read here within the limit; the platform caches it on the request, so the handler's decoding
+ * reads the same text again without touching the socket. A body that cannot be read is left to the app,
  * which fails on the same cached read (413 or 400).
  */
 const limitDepth = <E, R>(
@@ -71,14 +89,15 @@ const limitDepth = <E, R>(
   Effect.gen(function* () {
     if (!readsJson(request)) return yield* limited
     const text = yield* request.text.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)), Effect.option)
-    if (Option.isSome(text) && exceedsJsonDepth(text.value)) return yield* tooDeep
-    return yield* limited
+    const refused = Option.isSome(text) ? refusal(text.value) : undefined
+    return yield* refused ?? limited
   })
 
 /**
  * Enforces the body limit before any handler reads the body. A declared Content-Length is checked
  * up front; a chunked body is buffered here up to the limit, because the platform's own limit
- * destroys the socket instead of answering 413. A JSON body nested too deeply is refused here too.
+ * destroys the socket instead of answering 413. A JSON body nested too deeply or holding a NUL, and a multipart
+ * body, are refused here too.
  */
 export const limitBody =
   (limit: number) =>
@@ -87,6 +106,7 @@ export const limitBody =
       const request = yield* HttpServerRequest.HttpServerRequest
       const declared = request.headers["content-length"]
       const limited = app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(limit)))
+      if (isMultipart(request)) return yield* multipart
       if (declared !== undefined) {
         if (!/^\d{1,15}$/.test(declared))
           return yield* envelopeResponse(new InvalidRequest({ message: "bad Content-Length" }))
@@ -99,11 +119,19 @@ export const limitBody =
       if (body === undefined)
         return yield* envelopeResponse(new InvalidRequest({ message: "request body could not be read" }))
       if (body === TOO_LARGE) return yield* tooLarge(limit)
-      if (readsJson(request) && exceedsJsonDepth(body.toString("utf8"))) return yield* tooDeep
-      const headers = { ...request.headers, "content-length": String(body.length) }
+      const refused = readsJson(request) ? refusal(body.toString("utf8")) : undefined
+      if (refused !== undefined) return yield* refused
+      // A GET or HEAD sent with a (chunked) body: read and ignored, as with a declared length (a Request with
+      // those methods may carry no body at all).
+      const carried = HttpMethod.hasBody(request.method) ? body : undefined
+      const headers = { ...request.headers, "content-length": String(carried?.length ?? 0) }
       delete (headers as Record<string, string>)["transfer-encoding"]
       const buffered = HttpServerRequest.fromWeb(
-        new Request(new URL(request.url, "http://localhost"), { method: request.method, headers, body }),
+        new Request(new URL(request.url, "http://localhost"), {
+          method: request.method,
+          headers,
+          ...(carried === undefined ? {} : { body: carried }),
+        }),
       ).modify({
         url: request.url,
         ...Option.match(request.remoteAddress, { onNone: () => ({}), onSome: (a) => ({ remoteAddress: a }) }),
