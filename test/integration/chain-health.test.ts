@@ -9,6 +9,7 @@ import { spawnService, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
+import { pollUntil } from "../support/Poll.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
 
 /**
@@ -131,9 +132,13 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("/health on a
           select venue, latest_block::text, indexed_block::text from chain_status order by venue`
         expect(rows.map((r) => r.venue)).toEqual(["aster", "hyperliquid"])
         const head0 = BigInt(rows[1]!.latest_block)
-        yield* Effect.sleep("2500 millis")
-        const later = (yield* health(ports[2]!)).json as Health
-        expect(BigInt(later.chains[0]!.block)).toBeGreaterThan(head0)
+        // Blocks come every second; the head moves as soon as the watcher's next poll lands (up to its interval
+        // later, longer on a busy machine or under TEST_WATCHER_LAG_MS), so wait for it rather than a fixed time.
+        yield* pollUntil(
+          Effect.map(health(ports[2]!), (res) => BigInt((res.json as Health).chains[0]!.block)),
+          (block) => block > head0,
+          { every: "250 millis", within: "20 seconds" },
+        )
         // The legacy offers the devnet deploy made are indexed (history at the final head).
         const offers = yield* sql<{ n: string }>`select count(*)::text as n from legacy_offers`
         expect(Number(offers[0]!.n)).toBe(chains.length * 3)
