@@ -40,7 +40,14 @@ import { checkQuoteSet, type QuoteSetInput } from "./Orders/QuoteSetCheck.ts"
 import { cancelQuoteSets, publishQuoteSet } from "./Orders/QuoteSets.ts"
 import { findOrder, findOrderByClientId, insertOrder, markFunding, type OrderRow } from "./Orders/Repo.ts"
 import { queueVenueTransfer } from "./Orders/VenueTransfer.ts"
-import { type OrderPreparation, type OrderView, orderView, type SignItem } from "./Orders/View.ts"
+import {
+  type CredentialOrderView,
+  credentialOrderView,
+  type OrderPreparation,
+  type OrderView,
+  orderView,
+  type SignItem,
+} from "./Orders/View.ts"
 import { findQuoteIdentity } from "./QuoteIdentities/Repo.ts"
 import { Relayer } from "./Relayer.ts"
 import { randomHex, randomUuid, SecureRandom } from "./SecureRandom.ts"
@@ -386,6 +393,12 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
         return order.value
       })
 
+    /** The master's session sees the whole order; a credential not its balances or margin move. */
+    const quoterView = (by: Quoter, order: OrderRow) =>
+      Effect.map(view(order), (v): OrderView | CredentialOrderView =>
+        by._tag === "Session" ? v : credentialOrderView(v),
+      )
+
     /**
      * Publishes a quote set for the order (src/Orders/QuoteSetCheck.ts says what is checked): admitted only while the
      * identity's lease is live at the set's generation and its sequence exceeds every earlier one; it supersedes the
@@ -405,14 +418,14 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
           message: "the identity's lease is not live at this generation; renew and re-sign",
         })
       }
-      return yield* view(order)
+      return yield* quoterView(by, order)
     })
 
     /** Deactivates the order's quote set (journaled once when one was active). */
     const cancelQuotes = Effect.fn("Orders.cancelQuotes")(function* (by: Quoter, orderId: string) {
       const order = yield* quotableOrder(by, orderId)
       yield* run(cancelQuoteSets(order.id, order.master, order.quote_identity_id)).pipe(Effect.orDie)
-      return yield* view(order)
+      return yield* quoterView(by, order)
     })
 
     return { findCreated, create, sign, get, preparation, byClientId, publishQuotes, cancelQuotes } as const

@@ -25,6 +25,7 @@ import { RequestBody } from "../Http/RequestBody.ts"
 import { Authentication } from "../Http/SecurityContract.ts"
 import {
   CREATE_ORDER_REQUEST,
+  ORDER_FOR_CREDENTIAL,
   ORDER_FUNDED,
   ORDER_FUNDING,
   ORDER_PREPARATION_MARGIN,
@@ -131,6 +132,24 @@ export const Order = Schema.Struct({
     "set (active false once superseded, cancelled or lapsed); transactions are the relayed fund calls.",
   examples: [ORDER_FUNDING, ORDER_FUNDED, ORDER_QUOTES_CANCELLED],
 })
+
+/** A `quote` credential's view of its order (src/Orders/View.ts SESSION_ONLY): no balances, no margin move. */
+export const CredentialOrder = Order.pipe(
+  Schema.omit("escrow_available", "quotable", "filled", "received", "margin_move"),
+).annotations({
+  identifier: "CredentialOrder",
+  description:
+    "The order as a maker credential sees it (the quote routes' answer to a credential): the Order without " +
+    "escrow_available, quotable, filled, received and margin_move, since a credential never sees balances or " +
+    "withdrawals. A master's session gets the whole Order.",
+  examples: [ORDER_FOR_CREDENTIAL],
+})
+
+/**
+ * What the quote routes answer: the whole Order to a session, CredentialOrder to a credential. (HttpApi documents a
+ * success union by its members, an anyOf, so each member carries its own examples.)
+ */
+const QuoteRouteAnswer = Schema.Union(Order, CredentialOrder)
 
 export const OrderPreparation = Schema.Struct({ order: Order, to_sign: Schema.Array(SignItem) }).annotations({
   identifier: "OrderPreparation",
@@ -290,7 +309,7 @@ export class OrdersApi extends HttpApiGroup.make("orders")
     HttpApiEndpoint.put("publishQuotes", "/v1/orders/:id/quotes")
       .setPath(Schema.Struct({ id: OrderId }))
       .setPayload(QuoteSetRequest)
-      .addSuccess(Order)
+      .addSuccess(QuoteRouteAnswer)
       .addError(Forbidden)
       .addError(NotFound)
       .addError(InvalidRequest)
@@ -305,7 +324,7 @@ export class OrdersApi extends HttpApiGroup.make("orders")
       .annotate(
         OpenApi.Description,
         "Publishes a quote set signed by the order's quote signer over the escrow-domain QuoteSet; it supersedes " +
-          "the order's previous set and answers the order with it. Each quote offers `supply` base units of the " +
+          "the order's previous set and answers the order with it (to a credential, CredentialOrder: no balances). Each quote offers `supply` base units of the " +
           "order's token for every `receive` base units a taker pays on `venue` (its chain_id and token) to " +
           "`recipient`; min_fill is the smallest amount_out of one fill (at most supply); quote_size, at most the " +
           "order's quotable, caps what the set offers in all. valid_until and issued_at are Unix seconds. Refused, " +
@@ -328,13 +347,14 @@ export class OrdersApi extends HttpApiGroup.make("orders")
   .add(
     HttpApiEndpoint.del("cancelQuotes", "/v1/orders/:id/quotes")
       .setPath(Schema.Struct({ id: OrderId }))
-      .addSuccess(Order)
+      .addSuccess(QuoteRouteAnswer)
       .addError(Forbidden)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Cancel an order's quote set")
       .annotate(
         OpenApi.Description,
-        "Deactivates the order's active quote set (journaled once) and answers the order; a set already inactive, " +
+        "Deactivates the order's active quote set (journaled once) and answers the order (to a credential, " +
+          "CredentialOrder); a set already inactive, " +
           "or none, answers the order unchanged. Fills already admitted are not recalled. Session, or a credential " +
           "with scope quote bound to the order's identity (another identity's or master's order is 404; a " +
           "credential without the scope 403).",

@@ -283,6 +283,12 @@ export const ORDER_QUOTES_CANCELLED = {
   updated_at: "2025-11-25T14:06:00.000Z",
 } as const
 
+/** The same answer to the order's `quote` credential: no balances, no margin move (src/Orders/View.ts). */
+export const ORDER_FOR_CREDENTIAL = (() => {
+  const { escrow_available, quotable, filled, received, margin_move, ...shown } = ORDER_FUNDED
+  return shown
+})()
+
 /** PUT /v1/orders/{id}/quotes on the v2 escrow: one quote paying on aster, four hashlocks. */
 export const QUOTE_SET_REQUEST = {
   sequence: 1764079500123,

@@ -73,6 +73,21 @@ export const orderView = (row: OrderRow) =>
 
 export type OrderView = Effect.Effect.Success<ReturnType<typeof orderView>>
 
+/**
+ * What a maker credential is never shown of its order (spec, Authentication 6: a credential never sees balances or
+ * withdrawals): the escrow's live amounts and the margin move (the venue withdrawal that funded it).
+ */
+export const SESSION_ONLY = ["escrow_available", "quotable", "filled", "received", "margin_move"] as const
+
+export type CredentialOrderView = Omit<OrderView, (typeof SESSION_ONLY)[number]>
+
+/** The order as a `quote` credential sees it (PUT and DELETE /v1/orders/{id}/quotes). */
+export const credentialOrderView = (view: OrderView): CredentialOrderView => {
+  const shown: Record<string, unknown> = { ...view }
+  for (const field of SESSION_ONLY) delete shown[field]
+  return shown as CredentialOrderView
+}
+
 /** An order with what its owner signs (POST /v1/orders, GET /v1/orders/{id}/preparation). */
 export interface OrderPreparation {
   readonly order: OrderView

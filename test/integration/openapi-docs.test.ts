@@ -26,9 +26,12 @@ const resolve = (schema: Json | undefined): Json | undefined => {
   const ref = schema?.$ref as string | undefined
   return ref === undefined ? schema : resolve(schemas[ref.replace("#/components/schemas/", "")])
 }
-const hasExample = (schema: Json | undefined) => {
+/** Examples on the schema, or, for an answer that is one of several schemas (anyOf), on every one of them. */
+const hasExample = (schema: Json | undefined): boolean => {
   const s = resolve(schema)
-  return s !== undefined && (Array.isArray(s.examples) ? s.examples.length > 0 : s.example !== undefined)
+  if (s === undefined) return false
+  if (Array.isArray(s.anyOf) && s.examples === undefined) return s.anyOf.every((m) => hasExample(m as Json))
+  return Array.isArray(s.examples) ? s.examples.length > 0 : s.example !== undefined
 }
 const jsonSchemaOf = (content: unknown) => ((content as Json | undefined)?.["application/json"] as Json)?.schema as Json
 

@@ -453,11 +453,14 @@ describe("Orders service", () => {
             last_sequence: 1,
             quote_set: { sequence: 1, active: true, quote_size: "2000000", identity_generation: "1" },
           })
+          expect(published).not.toHaveProperty("escrow_available")
+          expect(published).not.toHaveProperty("margin_move")
           expect(yield* failure(orders.publishQuotes(session, orderId, yield* set(1)))).toEqual({
             tag: "QuoteStale",
             message: "sequence must exceed 1",
           })
-          expect((yield* orders.publishQuotes(session, orderId, yield* set(2))).last_sequence).toBe(2)
+          const bySession = yield* orders.publishQuotes(session, orderId, yield* set(2))
+          expect(bySession).toMatchObject({ last_sequence: 2, escrow_available: expect.any(String), margin_move: null })
           // The lease lapses: a set of its generation is refused.
           yield* sql`update quote_identities set lease_expires_at = now() - interval '1 second' where id = ${m.identityId}`
           expect((yield* failure(orders.publishQuotes(credential, orderId, yield* set(3)))).tag).toBe("LeaseExpired")

@@ -215,6 +215,9 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("orders", (it
         last_sequence: 1,
         quote_set: { sequence: 1, active: true, quote_size: "2000000" },
       })
+      // A credential never sees balances or withdrawals (spec, Authentication 6): its answer leaves them out.
+      const sessionOnly = ["escrow_available", "quotable", "filled", "received", "margin_move"]
+      for (const field of sessionOnly) expect(ok.json).not.toHaveProperty(field)
       const stale = yield* put(yield* body(1, lease.generation))
       expect([stale.status, code(stale)]).toEqual([409, "QUOTE_STALE"])
       const forged = yield* put(yield* body(2, lease.generation, {}, privateKeyToAccount(generatePrivateKey())))
@@ -240,6 +243,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("orders", (it
       expect(yield* sets()).toEqual([{ sequence: "1", active: false }])
       const fresh2 = yield* put(yield* body(2, renewed.generation))
       expect(fresh2.status).toBe(200)
+      for (const field of sessionOnly) expect(fresh2.json).not.toHaveProperty(field)
       expect(yield* sets()).toEqual([
         { sequence: "1", active: false },
         { sequence: "2", active: true },
@@ -255,6 +259,14 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("orders", (it
       })
       expect(cancelled.status).toBe(200)
       expect((cancelled.json as { quote_set: { active: boolean } }).quote_set.active).toBe(false)
+      for (const field of sessionOnly) expect(cancelled.json).not.toHaveProperty(field)
+      // The master's session gets the whole order from the same route.
+      const bySession = yield* rawRequest(`${base}/v1/orders/${orderId}/quotes`, {
+        method: "DELETE",
+        headers: bearer(token),
+      })
+      expect(bySession.status).toBe(200)
+      for (const field of sessionOnly) expect(bySession.json).toHaveProperty(field)
     }),
   )
 })
