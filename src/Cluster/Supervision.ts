@@ -15,7 +15,7 @@ import {
   type Scope,
 } from "effect"
 import { describeCause } from "../Chain/Failure.ts"
-import { scrubUrls } from "../Observability/Log.ts"
+import { renderCause, scrubUrls } from "../Observability/Log.ts"
 
 /**
  * Supervision of this runner's singletons (DESIGN §4 "Decisions for the actors").
@@ -168,8 +168,8 @@ export const supervised = <E, R>(
         actor: name,
         failure: message,
         next_restart: runs,
-        // The cause's structure and stack for the operator, with URLs scrubbed like the message.
-        cause: scrubUrls(Cause.pretty(cause)),
+        // Every error of the cause and what each wraps, masked and with URLs scrubbed like the message; no stack.
+        cause: scrubUrls(renderCause(cause)),
       })
       return yield* Effect.fail(new Attempt({ ranMs: now - startedAt }))
     })

@@ -181,8 +181,27 @@ export const toRecord = (options: Logger.Logger.Options<unknown>): LogRecord => 
     level: LEVEL[options.logLevel._tag] ?? options.logLevel.label.toLowerCase(),
     message: texts.join(" "),
     fields,
-    cause: Cause.isEmpty(options.cause) ? undefined : maskText(Cause.pretty(options.cause)),
+    cause: Cause.isEmpty(options.cause) ? undefined : renderCause(options.cause),
   }
+}
+
+/**
+ * A cause for a log line: each error's name and message, with the errors it wraps (`cause`) after an arrow, one
+ * error a line, masked like any text. Never a stack trace (its frames name files and arguments; the guide's rule):
+ * the span and the request id locate the failure.
+ */
+export const renderCause = (cause: Cause.Cause<unknown>): string => {
+  if (Cause.isInterruptedOnly(cause)) return "interrupted"
+  const lines = Cause.prettyErrors(cause).map((e) => {
+    const chain = [`${e.name}: ${e.message}`]
+    let inner: unknown = e.cause
+    for (let depth = 0; inner instanceof Error && depth < 5; depth++) {
+      chain.push(`${inner.name}: ${inner.message}`)
+      inner = inner.cause
+    }
+    return chain.join(" ← ")
+  })
+  return maskText(lines.join("\n"))
 }
 
 // ------------------------------------------------------------------------------------------ formats

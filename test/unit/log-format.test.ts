@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, FiberRef, HashSet, Logger, LogLevel } from "effect"
+import { Cause, Effect, FiberId, FiberRef, HashSet, Logger, LogLevel } from "effect"
 import { routeTemplates } from "../../src/Observability/HttpObserver.ts"
 import { loggingLayer, maskText, REDACTED, redactFields } from "../../src/Observability/Log.ts"
 
@@ -89,6 +89,26 @@ describe("log format", () => {
       expect(o.nested.calldata).toMatch(/^0x1234cdcd….*bytes\]$/)
       expect(o.nested.list[0].password).toBe(REDACTED)
       expect(o.cause).toContain("https://rpc.example")
+    }),
+  )
+
+  it.effect("a cause is logged as its errors and what they wrap, never a stack trace", () =>
+    Effect.gen(function* () {
+      const { lines, layer } = capture("json")
+      const sqlError = new Error("duplicate key value violates unique constraint")
+      const wrapped = new Error("Failed to execute statement", { cause: sqlError })
+      yield* Effect.logError(
+        "actor failed",
+        Cause.parallel(Cause.die(new TypeError("x is undefined")), Cause.fail(wrapped)),
+      ).pipe(Effect.provide(layer))
+      yield* Effect.logError("stopped", Cause.interrupt(FiberId.none)).pipe(Effect.provide(layer))
+      const first = JSON.parse(lines[0]!)
+      expect(first.cause.split("\n").sort()).toEqual([
+        "Error: Failed to execute statement ← Error: duplicate key value violates unique constraint",
+        "TypeError: x is undefined",
+      ])
+      expect(lines.join("\n")).not.toMatch(/\bat .*\.(ts|js):\d+|node:internal|\s{4}at /)
+      expect(JSON.parse(lines[1]!).cause).toBe("interrupted")
     }),
   )
 
