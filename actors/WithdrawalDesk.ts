@@ -63,6 +63,9 @@ const exponentialCapped = Schedule.exponential("100 millis").pipe(
   Schedule.union(Schedule.spaced("10 seconds")),
 )
 
+/** How long a send is retried while the service cannot read the account's agent (nothing sent meanwhile). */
+const TRANSIENT_AGENT_RETRY = "2 minutes"
+
 const accountOf = (id: string): VenueAccount => {
   const at = id.lastIndexOf(":")
   return { venue: id.slice(0, at), address: id.slice(at + 1) }
@@ -170,7 +173,15 @@ const EntityLive = WithdrawalDesk.toLayer(
             typedData: row.typed_data,
             signature: row.signature as Hex,
           })
-          .pipe(Effect.exit)
+          .pipe(
+            // The service could not read or open the account's agent (its store or keyring): nothing was sent, so
+            // the send is tried again for a while (TRANSIENT_AGENT_RETRY) before the withdrawal fails.
+            Effect.retry({
+              while: (e) => e._tag === "AgentUnavailable" && e.transient === true,
+              schedule: exponentialCapped.pipe(Schedule.upTo(TRANSIENT_AGENT_RETRY)),
+            }),
+            Effect.exit,
+          )
         const now = yield* Clock.currentTimeMillis
         // The outcome is known only here: its write is retried until it lands (a restart turns the row unknown).
         const record = (to: WithdrawalState, fields: TransitionFields) =>
@@ -184,7 +195,12 @@ const EntityLive = WithdrawalDesk.toLayer(
             // Rejected before sending (typed data not the adapter's, no agent key): nothing reached the venue.
             const e = failure.value
             yield* record("failed", {
-              error: e._tag === "AgentUnavailable" ? `no agent for the account: ${e.reason}` : e.reason,
+              error:
+                e._tag !== "AgentUnavailable"
+                  ? e.reason
+                  : e.transient
+                    ? `the service could not read the account's agent approval (${e.reason}); nothing was sent, prepare again`
+                    : `no agent for the account: ${e.reason}`,
             })
           } else if (!Cause.isInterruptedOnly(sent.cause)) {
             // A defect mid-send: it may have left.

@@ -140,8 +140,8 @@ export const saveApprovedAgent = (p: {
 
 /**
  * The resolver the Aster adapter signs V3 requests with: the account's approved, unexpired agent, decrypted for
- * the one request. Anything else (none, expired, a ciphertext that does not open, the database down) is
- * AgentUnavailable, which callers report as "link the account again" or "venue unavailable".
+ * the one request. Anything else is AgentUnavailable: none or expired ("link the account again"), or, transient,
+ * the database down or a ciphertext that does not open under the configured keyring (the service's own fault).
  */
 export const databaseAgentResolver = (
   sql: SqlClient.SqlClient,
@@ -150,10 +150,11 @@ export const databaseAgentResolver = (
 ): AsterAgentResolver => {
   return (user) =>
     Effect.gen(function* () {
-      const unavailable = (reason: string) => Effect.fail(new AgentUnavailable({ user, reason }))
+      const unavailable = (reason: string, transient = false) =>
+        Effect.fail(new AgentUnavailable({ user, reason, transient }))
       const row = yield* findVenueAgent(venue, user).pipe(
         Effect.provideService(SqlClient.SqlClient, sql),
-        Effect.catchAll(() => unavailable("the agent store could not be read")),
+        Effect.catchAll(() => unavailable("the agent store could not be read", true)),
       )
       if (Option.isNone(row)) return yield* unavailable("no agent is approved for this account; link it again")
       const now = yield* Clock.currentTimeMillis
@@ -162,7 +163,7 @@ export const databaseAgentResolver = (
         return yield* unavailable("the agent approval expired; link the account again")
       }
       const key = openAgentKey(ring, venue, user, agent_address, key_ciphertext)
-      if (key === undefined) return yield* unavailable("the agent key does not open under the configured secret")
+      if (key === undefined) return yield* unavailable("the agent key does not open under the configured secret", true)
       return privateKeyAgent(key)
     })
 }

@@ -28,8 +28,13 @@ export class TypedDataRejected extends Data.TaggedError("TypedDataRejected")<{
   readonly reason: string
 }> {}
 
-/** Aster: no usable agent key for the user (never registered, expired, or the key store failed). */
+/**
+ * Aster: no usable agent key for the user. `transient` when the service could not read or open it (its store
+ * failing, its keyring not matching): not the account's doing, and nothing was sent, so a retry may succeed.
+ * Otherwise the account has none (never registered, expired): link it again.
+ */
 export class AgentUnavailable extends Data.TaggedError("AgentUnavailable")<{
   readonly user: string
   readonly reason: string
+  readonly transient?: boolean
 }> {}

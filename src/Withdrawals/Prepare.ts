@@ -12,6 +12,7 @@ import {
   InsufficientBalance,
   InvalidRequest,
   NotFound,
+  ServiceUnavailable,
   StateConflict,
   VenueUnavailable,
   WithdrawalPending,
@@ -30,12 +31,15 @@ import { acknowledgedSince, insertPreparation, nextNonceMs, openWithdrawalOf } f
 /** Adapter failures on the way to a preparation, as the API's codes. */
 const venueFailure = (
   e: VenueDown | AgentUnavailable | WithdrawalRequestInvalid,
-): Effect.Effect<never, VenueUnavailable | StateConflict | InvalidRequest> => {
+): Effect.Effect<never, VenueUnavailable | StateConflict | InvalidRequest | ServiceUnavailable> => {
   switch (e._tag) {
     case "VenueUnavailable":
       return new VenueUnavailable({ message: `the venue did not answer: ${e.reason}`, retryable: true })
     case "AgentUnavailable":
-      return new StateConflict({ message: `the service holds no live agent approval for this account (${e.reason})` })
+      // The service's own store or keyring failing is no fault of the account: retry, do not link again.
+      return e.transient
+        ? new ServiceUnavailable({ message: "the service could not read the account's agent approval; retry" })
+        : new StateConflict({ message: `the service holds no live agent approval for this account (${e.reason})` })
     case "WithdrawalRequestInvalid":
       return new InvalidRequest({ message: e.reason })
   }

@@ -322,6 +322,44 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("withdrawals"
     }),
   )
 
+  it.effect("Aster: the agent store unreadable is the service's fault: prepare 503, the desk's send waits for it", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const { aster } = yield* WithdrawalDevnet
+      const sql = yield* SqlClient.SqlClient
+      const { account, token, address } = yield* asterAccount(base, aster!, 40n * USDC)
+      const body = { venue: "aster", amount: "1500000", to: "signer" } as const
+      const prepared = yield* prepareOk(base, token, body)
+      const signature = yield* signPrepared(account, prepared)
+      // A fault injected on purpose: the agents' table is out of reach (as while the database fails over).
+      const outage = <A, E, R>(during: Effect.Effect<A, E, R>) =>
+        Effect.acquireUseRelease(
+          sql`alter table venue_agents rename to venue_agents_unreachable`,
+          () => during,
+          () => sql`alter table venue_agents_unreachable rename to venue_agents`.pipe(Effect.orDie),
+        )
+      const submitted = yield* outage(
+        Effect.gen(function* () {
+          // Before, 409 STATE_CONFLICT "no live agent approval": the user was told to link again.
+          const refused = yield* prepare(base, token, body)
+          expect([refused.status, code(refused)]).toEqual([503, "SERVICE_UNAVAILABLE"])
+          expect((refused.json as { error: { retryable: boolean } }).error.retryable).toBe(true)
+          const res = yield* submit(base, token, prepared, signature)
+          expect(res.status, res.text).toBe(200)
+          const w = res.json as WithdrawalView
+          // The desk claimed it and cannot resolve the agent; before, it failed at once (sign and submit again).
+          yield* waitFor(base, token, w.id, inState("submitting", "failed"))
+          yield* Effect.sleep("1500 millis")
+          return w
+        }),
+      )
+      const final = yield* waitFor(base, token, submitted.id, inState("relayed", "failed"))
+      expect(final.state, final.error).toBe("relayed")
+      expect((yield* journalOf(submitted.id)).map((j) => j.payload.state)).toEqual(["queued", "submitting", "relayed"])
+      expect(aster!.sim.control.balance(address)).toBe(40n * USDC - 1_500_000n)
+    }),
+  )
+
   it.effect(
     "Aster: a second withdrawal of the same amount, unknown, is reconciled to its own record, not the first's",
     () =>
