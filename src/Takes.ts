@@ -11,6 +11,7 @@
  * Settlement service after each commit that gives it work.
  */
 import { Context, Effect, Layer, Option } from "effect"
+import type { AccessGate } from "./Access.ts"
 import { ChainClients } from "./Chain/ChainClients.ts"
 import { readPermitContext } from "./Chain/TokenReads.ts"
 import { AppConfig, type VenueConfig } from "./Config.ts"
@@ -50,14 +51,19 @@ export const readTakePermit = (from: VenueConfig, payer: string) =>
  * link), then the payer's permit context from the `from` chain, then the reservation in one transaction
  * (reserveTake, which explains routing, times and `to_sign`). The same (master, clientTakeId) with the same
  * parameters answers the existing take (`created: false`, the same `to_sign`), with other parameters TakeConflict.
- * Fails with the TakeCreateError refusals (the transfer desk records them); nothing is written on a refusal. Beta
- * access is the caller's check. Run inside a caller's transaction (a transfer's take), the reservation is a
- * savepoint of it.
+ * Fails with the TakeCreateError refusals (the transfer desk records them); nothing is written on a refusal.
+ * `access` (the beta gate) runs after a repeat is answered, before anything new. Run inside a caller's transaction
+ * (a transfer's take), the reservation is a savepoint of it.
  */
-export const createTake = (input: CreateTakeInput) =>
+export const createTake = <E = never, R = never>(
+  input: CreateTakeInput,
+  // No gate by default: a transfer's take was admitted when its transfer was.
+  access: Effect.Effect<void, E, R> = Effect.void as Effect.Effect<void, E, R>,
+) =>
   Effect.gen(function* () {
     const check = yield* checkTake(input)
     if (check._tag === "Existing") return check.take
+    yield* access
     const permit = yield* readTakePermit(check.plan.from, check.plan.payer)
     return yield* reserveTake(check.plan, permit)
   })
@@ -170,10 +176,11 @@ export class Takes extends Effect.Service<Takes>()("Takes", {
     })
 
     /** createTake with its refusals as catalogue errors; the take's Settlement entity is woken after the commit. */
-    const create = Effect.fn("Takes.create")(function* (input: CreateTakeInput) {
-      const out = yield* run(createTake(input)).pipe(
+    /** A repeat of an earlier take is answered whatever the account's access since; `access` gates a new one. */
+    const create = Effect.fn("Takes.create")(function* <R>(input: CreateTakeInput, access: AccessGate<R>) {
+      const out = yield* run(createTake(input, access)).pipe(
         Effect.catchTag("SqlError", Effect.die),
-        Effect.catchAll(takeFailure),
+        Effect.catchIf((e) => e._tag !== "AccessRequired", takeFailure),
       )
       yield* wake(out.take.id)
       return out

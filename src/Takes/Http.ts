@@ -24,19 +24,22 @@ export const TakesHandlers = HttpApiBuilder.group(Api, "takes", (handlers) =>
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
           const session = yield* requireSession
-          yield* requireAccess(session.master)
-          const out = yield* takes.create({
-            master: session.master,
-            clientTakeId: payload.client_take_id,
-            from: payload.from,
-            to: payload.to,
-            amountIn: BigInt(payload.amount_in),
-            minOut: BigInt(payload.min_out),
-            payer: payload.payer,
-            recipient: payload.recipient,
-            maxParts: payload.max_parts,
-            payKey: payload.pay_key,
-          })
+          // Access gates a new take only: a repeat is answered whatever the account's access since.
+          const out = yield* takes.create(
+            {
+              master: session.master,
+              clientTakeId: payload.client_take_id,
+              from: payload.from,
+              to: payload.to,
+              amountIn: BigInt(payload.amount_in),
+              minOut: BigInt(payload.min_out),
+              payer: payload.payer,
+              recipient: payload.recipient,
+              maxParts: payload.max_parts,
+              payKey: payload.pay_key,
+            },
+            requireAccess(session.master),
+          )
           return wire(out)
         }),
       )

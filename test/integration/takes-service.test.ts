@@ -11,6 +11,7 @@ import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, TestClock, TestCont
 import { type Hex, keccak256, toHex, zeroHash } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ChainClients } from "../../src/Chain/ChainClients.ts"
+import { AccessRequired } from "../../src/Domain/Errors.ts"
 import { payTakeTypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { SecureRandom } from "../../src/SecureRandom.ts"
@@ -208,7 +209,8 @@ describe("Takes service", () => {
         ])
         expect(failurePair(yield* preview({ amountIn: 0n }))).toEqual(["InvalidRequest", "amount_in must be positive"])
 
-        const create = (over: Partial<CreateTakeInput>) => Effect.exit(takes.create(takeInput(t.master, over)))
+        const create = (over: Partial<CreateTakeInput>) =>
+          Effect.exit(takes.create(takeInput(t.master, over), Effect.void))
         const refusals: Array<[Partial<CreateTakeInput>, [string, string]]> = [
           [{ to: "nowhere" }, ["NotFound", "unknown venue nowhere"]],
           [{ to: "aster" }, ["InvalidRequest", "from and to must be different venues"]],
@@ -231,8 +233,8 @@ describe("Takes service", () => {
           Effect.gen(function* () {
             const deadTakes = yield* Takes
             return {
-              linked: yield* Effect.exit(deadTakes.create(takeInput(t.master))),
-              unlinked: yield* Effect.exit(deadTakes.create(takeInput(t.master, { payer: stranger }))),
+              linked: yield* Effect.exit(deadTakes.create(takeInput(t.master), Effect.void)),
+              unlinked: yield* Effect.exit(deadTakes.create(takeInput(t.master, { payer: stranger }), Effect.void)),
             }
           }),
         )
@@ -270,7 +272,7 @@ describe("Takes service", () => {
         expect(yield* counts).toEqual(before)
 
         const input = takeInput(t.master)
-        const created = yield* takes.create(input)
+        const created = yield* takes.create(input, Effect.void)
         expect(created.created).toBe(true)
         expect(created.take).toMatchObject({ state: "reserved", total_in: "3000000", total_out: "3000000" })
         expect(created.toSign.map((i) => i.kind)).toEqual(["permit", "margin_move"])
@@ -286,13 +288,20 @@ describe("Takes service", () => {
 
         // The same client id: the same take, even with the chain's node down (no chain read for a repeat);
         // other parameters: STATE_CONFLICT. Nothing new either way.
-        const again = yield* withDeadChain(Effect.flatMap(Takes, (d) => d.create(input)))
+        const again = yield* withDeadChain(Effect.flatMap(Takes, (d) => d.create(input, Effect.void)))
         expect(again.created).toBe(false)
         expect([again.take.id, again.toSign]).toEqual([created.take.id, created.toSign])
-        expect(failurePair(yield* Effect.exit(takes.create({ ...input, amountIn: 3_000_001n })))).toEqual([
+        expect(failurePair(yield* Effect.exit(takes.create({ ...input, amountIn: 3_000_001n }, Effect.void)))).toEqual([
           "StateConflict",
           "client_take_id was used with other parameters",
         ])
+        // Access gates new takes only: with the account's access gone, the repeat is still answered (spec,
+        // ACCESS_REQUIRED is for a new commitment), and a new client id is refused.
+        const closed = Effect.fail(new AccessRequired({ message: "access required" }))
+        const repeated = yield* takes.create(input, closed)
+        expect([repeated.created, repeated.take.id]).toEqual([false, created.take.id])
+        const refusedNew = yield* Effect.exit(takes.create({ ...input, clientTakeId: "take-after-access" }, closed))
+        expect(failurePair(refusedNew)).toEqual(["AccessRequired", "access required"])
         expect(yield* counts).toEqual(after)
 
         // Signatures: another key's, a fill twice, the pay key's form on a v1 take: refused, nothing stored.
@@ -346,13 +355,13 @@ describe("Takes service", () => {
           const t = yield* taker
           const payKey = fresh()
           const before = yield* counts
-          expect(failurePair(yield* Effect.exit(takes.create(takeInput(t.master))))).toEqual([
+          expect(failurePair(yield* Effect.exit(takes.create(takeInput(t.master), Effect.void)))).toEqual([
             "InvalidRequest",
             "pay_key is required: settlement v2 Fills name the client's pay key",
           ])
           expect(yield* counts).toEqual(before)
 
-          const created = yield* takes.create(takeInput(t.master, { payKey: payKey.address }))
+          const created = yield* takes.create(takeInput(t.master, { payKey: payKey.address }), Effect.void)
           expect(created.take).toMatchObject({ escrow_version: 2, pay_key: payKey.address.toLowerCase() })
           const moves = created.toSign.filter((i) => i.kind === "margin_move")
           expect(moves.length).toBe(1)
