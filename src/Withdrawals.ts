@@ -16,7 +16,7 @@ import { InvalidRequest, NotFound, SignatureInvalid } from "./Domain/Errors.ts"
 import { toRfc3339 } from "./Domain/Primitives.ts"
 import { eoaSignature } from "./Domain/SignatureFailure.ts"
 import type { WithdrawalTarget } from "./Domain/Withdrawal.ts"
-import { decodeHistoryCursor, encodeHistoryCursor, historyCursorKey } from "./Domain/WithdrawalCursor.ts"
+import { decodeHistoryCursor, encodeHistoryCursor, HISTORY_START, historyCursorKey } from "./Domain/WithdrawalCursor.ts"
 import { digestOfUntrusted, recoverDigestSigner } from "./Domain/WithdrawalTypedData.ts"
 import { randomUuid, SecureRandom } from "./SecureRandom.ts"
 import { SqlTest } from "./Sql/TestDatabase.ts"
@@ -168,12 +168,13 @@ export class Withdrawals extends Effect.Service<Withdrawals>()("Withdrawals", {
       yield* snapshot
       const page = yield* run(historyPage(master, after, query.limit)).pipe(Effect.orDie)
       const last = page.rows[page.rows.length - 1]
+      // Always a cursor (the spec types it a string, not nullable): after this page's last row, else where the
+      // page began (`after`, or before every row). Followed once has_more is false, it answers an empty page.
+      const position =
+        last !== undefined ? { createdMicros: BigInt(last.created_us), id: last.id } : (after ?? HISTORY_START)
       return {
         data: page.rows.map(withdrawalView),
-        next_cursor:
-          page.hasMore && last !== undefined
-            ? encodeHistoryCursor(cursorKey, master, { createdMicros: BigInt(last.created_us), id: last.id })
-            : null,
+        next_cursor: encodeHistoryCursor(cursorKey, master, position),
         has_more: page.hasMore,
       }
     })

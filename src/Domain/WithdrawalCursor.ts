@@ -16,6 +16,9 @@ export interface HistoryPosition {
   readonly id: string
 }
 
+/** Before every withdrawal (history runs newest first, so nothing is older): an empty history's cursor. */
+export const HISTORY_START: HistoryPosition = { createdMicros: 0n, id: "00000000-0000-0000-0000-000000000000" }
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const MAC_BYTES = 16
 

@@ -151,7 +151,7 @@ export class WithdrawalsApi extends HttpApiGroup.make("withdrawals")
       .addSuccess(
         Schema.Struct({
           data: Schema.Array(Withdrawal),
-          next_cursor: Schema.NullOr(Schema.String),
+          next_cursor: Schema.String,
           has_more: Schema.Boolean,
         }).annotations({ examples: [WITHDRAWAL_HISTORY] }),
       )
@@ -162,7 +162,8 @@ export class WithdrawalsApi extends HttpApiGroup.make("withdrawals")
         OpenApi.Description,
         `The account's withdrawals, newest first by creation time and id, each in its current state with its ` +
           `revision; limit 1 to ${HISTORY_LIMIT_MAX} (default ${HISTORY_LIMIT_DEFAULT}). Follow next_cursor (opaque, at most ` +
-          `${HISTORY_CURSOR_MAX} characters, null on the last page) in \`after\` while has_more; a cursor not ` +
+          `${HISTORY_CURSOR_MAX} characters; on the last page too, where it answers an empty page) in \`after\` ` +
+          "while has_more; a cursor not " +
           "issued to your account answers 400 INVALID_REQUEST. A walk over several pages is not a snapshot: " +
           "follow changes by event replay from x-event-cursor. Session only.",
       ),

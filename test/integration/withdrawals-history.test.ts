@@ -17,7 +17,7 @@ const ROWS = 1_200
 
 interface Page {
   readonly data: ReadonlyArray<WithdrawalView>
-  readonly next_cursor: string | null
+  readonly next_cursor: string
   readonly has_more: boolean
 }
 
@@ -77,14 +77,15 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("withdrawal h
         const page = res.json as Page
         pages.push(page)
         for (const w of page.data) seen.push(w.id)
-        if (page.next_cursor !== null) expect(page.next_cursor.length).toBeLessThanOrEqual(512)
-        expect(page.has_more).toBe(page.next_cursor !== null)
+        // Always a string (spec: next_cursor (string)), on the last page too.
+        expect(typeof page.next_cursor).toBe("string")
+        expect(page.next_cursor.length).toBeLessThanOrEqual(512)
         if (pages.length === 3) {
           // A change to a row not read yet shows on its page.
           yield* sql`update withdrawals set state = 'failed', revision = 9, error = 'changed mid-walk'
             where id = ${oldest}`
         }
-        after = page.next_cursor
+        after = page.has_more ? page.next_cursor : null
         yield* Effect.sleep(Duration.millis(10))
       } while (after !== null)
       yield* Deferred.succeed(stop, undefined)
@@ -99,7 +100,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("withdrawal h
       expect(seen.filter((id) => originals.has(id))).toEqual(expected)
       expect(pages.every((p) => p.data.length <= 97)).toBe(true)
       const last = pages[pages.length - 1]!
-      expect(last).toMatchObject({ has_more: false, next_cursor: null })
+      expect(last).toMatchObject({ has_more: false, next_cursor: expect.any(String) })
+      // The last page's cursor, followed anyway, answers an empty last page.
+      const beyond = (yield* get(`${base}/v1/withdrawals/history?after=${last.next_cursor}`, token)).json as Page
+      expect(beyond).toMatchObject({ data: [], has_more: false, next_cursor: last.next_cursor })
       const oldestRow = last.data[last.data.length - 1]!
       expect(oldestRow).toMatchObject({ id: oldest, state: "failed", revision: "9", error: "changed mid-walk" })
       // Every row shows the state and revision it had when its page was read, never an older one.
@@ -145,7 +149,9 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("withdrawal h
       }
       // An account without withdrawals: an empty last page.
       const empty = (yield* get(`${base}/v1/withdrawals/history`, tokenB)).json as Page
-      expect(empty).toEqual({ data: [], next_cursor: null, has_more: false })
+      expect(empty).toMatchObject({ data: [], has_more: false })
+      const none = yield* get(`${base}/v1/withdrawals/history?after=${empty.next_cursor}`, tokenB)
+      expect([none.status, (none.json as Page).data]).toEqual([200, []])
     }),
   )
 })
