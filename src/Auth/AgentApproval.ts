@@ -143,17 +143,18 @@ export const confirmAgentApproval = (p: {
     switch (outcome._tag) {
       case "Acknowledged":
         return { agent: p.agent, ciphertext: p.ciphertext, expiresMs } satisfies ConfirmedApproval
+      // What the venue or the transport said (hosts, a 5xx page) goes to the operator's log, not to the client.
       case "Unknown":
+        yield* Effect.logWarning("agent approval not confirmed by the venue", { reason: outcome.reason })
         return yield* new VenueUnavailable({
-          message: `the venue did not confirm the approval (${outcome.reason}); ask for a new challenge and sign again`,
+          message: "the venue did not confirm the approval; ask for a new challenge and sign again",
           retryable: true,
         })
       case "Refused":
-        if (!outcome.sent)
-          return yield* new VenueUnavailable({
-            message: `the venue could not be reached: ${outcome.error}`,
-            retryable: true,
-          })
+        if (!outcome.sent) {
+          yield* Effect.logWarning("agent approval not sent: the venue could not be reached", { error: outcome.error })
+          return yield* new VenueUnavailable({ message: "the venue could not be reached; retry", retryable: true })
+        }
         if (outcome.code === "-4225") {
           return yield* new ChallengeExpired({
             message: `the venue refused a stale approval (${outcome.error}); sign a new one`,

@@ -34,7 +34,11 @@ const venueFailure = (
 ): Effect.Effect<never, VenueUnavailable | StateConflict | InvalidRequest | ServiceUnavailable> => {
   switch (e._tag) {
     case "VenueUnavailable":
-      return new VenueUnavailable({ message: `the venue did not answer: ${e.reason}`, retryable: true })
+      // The reason (a transport error naming hosts, the venue's 5xx page) is for the operator's log, not the client.
+      return Effect.zipRight(
+        Effect.logWarning("venue unavailable to a withdrawal preparation", { venue: e.venue, reason: e.reason }),
+        new VenueUnavailable({ message: "the venue did not answer; retry", retryable: true }),
+      )
     case "AgentUnavailable":
       // The service's own store or keyring failing is no fault of the account: retry, do not link again.
       return e.transient

@@ -214,6 +214,10 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("aster agent-
       })
       expect([unknown.status, code(unknown)]).toEqual([503, "VENUE_UNAVAILABLE"])
       expect((unknown.json as { error: { retryable: boolean } }).error.retryable).toBe(true)
+      // What the transport said (the venue's host, the timeout) is the operator's log line, not the client's text.
+      expect((unknown.json as { error: { message: string } }).error.message).toBe(
+        "the venue did not confirm the approval; ask for a new challenge and sign again",
+      )
       expect(yield* sessionsOf(user.address)).toBe(0)
       expect(aster!.sim.control.agents(user.address)).toEqual([])
     }),
