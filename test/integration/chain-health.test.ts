@@ -2,10 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
-import { spawnService, stopService } from "../support/ChainProcess.ts"
+import { spawnListening, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -83,20 +82,11 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("/health on a
       Effect.gen(function* () {
         const { env, chains } = yield* Env
         const sql = yield* SqlClient.SqlClient
-        const ports = yield* Effect.all([freePort, freePort, freePort, freePort]).pipe(Effect.orDie)
         // Both runners start at once on a database the cluster never used: its storage tables are
         // created under an advisory lock (src/Cluster.ts), so the two first-ever starts cannot collide.
-        const a = spawnService({ ...env, PORT: String(ports[0]), RUNNER_PORT: String(ports[1]) })
-        const b = spawnService({ ...env, PORT: String(ports[2]), RUNNER_PORT: String(ports[3]) })
-        yield* Effect.addFinalizer(() => Effect.all([stopService(a), stopService(b)], { concurrency: 2 }))
-        const listening = (s: typeof a) =>
-          Effect.promise(async () => {
-            while (!s.output().includes("listening on")) {
-              if (s.child.exitCode !== null) throw new Error(`service exited:\n${s.output()}`)
-              await new Promise((r) => setTimeout(r, 100))
-            }
-          })
-        yield* Effect.all([listening(a), listening(b)], { concurrency: 2 })
+        const runner = (name: string) => Effect.acquireRelease(spawnListening(name, env), (r) => stopService(r.service))
+        const [a, b] = yield* Effect.all([runner("runner a"), runner("runner b")], { concurrency: 2 })
+        const ports = [a.port, a.runnerPort, b.port, b.runnerPort]
         const started = performance.now()
         let okAt: number | undefined
         let last: Health | undefined

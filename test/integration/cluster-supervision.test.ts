@@ -4,10 +4,9 @@ import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { purgeProcessedMessages, removeDeadRunners } from "../../src/Cluster/RunnerStatusRepo.ts"
 import { clusterStorage } from "../../src/Cluster.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { key, startTestChain, venueEntry } from "../support/ChainDevnet.ts"
-import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { type CrashableService, spawnListening, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -111,18 +110,11 @@ const healthOf = (port: number) =>
 const holderOf = (rows: ReadonlyArray<StatusRow>, name: string) =>
   rows.filter((r) => r.singletons.includes(name)).map((r) => r.address)
 
-/** Starts a runner process and waits for its HTTP listening line. */
+/** Starts a runner process and waits for its HTTP listening line (on fresh ports: spawnListening). */
 const startRunner = (name: string, env: Record<string, string>) =>
   Effect.gen(function* () {
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
-    const service = spawnService({ ...env, PORT: String(port), RUNNER_PORT: String(runnerPort) })
+    const { service, port, runnerPort } = yield* spawnListening(name, env)
     yield* Effect.addFinalizer(() => stopService(service))
-    yield* Effect.promise(async () => {
-      while (!service.output().includes("listening on")) {
-        if (service.child.exitCode !== null) throw new Error(`${name} exited:\n${service.output()}`)
-        await new Promise((r) => setTimeout(r, 100))
-      }
-    })
     return { name, port, address: `127.0.0.1:${runnerPort}`, service } satisfies Runner
   })
 

@@ -12,9 +12,8 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
-import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
+import { type CrashableService, spawnListening, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { pollUntil } from "../support/Poll.ts"
@@ -58,18 +57,11 @@ interface Runner {
   readonly service: CrashableService
 }
 
-/** Starts a runner process and waits for its HTTP listening line. */
+/** Starts a runner process and waits for its HTTP listening line (on fresh ports: spawnListening). */
 const startRunner = (name: string, env: Record<string, string>) =>
   Effect.gen(function* () {
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
-    const service = spawnService({ ...env, PORT: String(port), RUNNER_PORT: String(runnerPort) })
+    const { service, port, runnerPort } = yield* spawnListening(name, env)
     yield* Effect.addFinalizer(() => stopService(service))
-    yield* Effect.promise(async () => {
-      while (!service.output().includes("listening on")) {
-        if (service.child.exitCode !== null) throw new Error(`${name} exited:\n${service.output()}`)
-        await new Promise((r) => setTimeout(r, 100))
-      }
-    })
     return { name, base: `http://127.0.0.1:${port}`, address: `127.0.0.1:${runnerPort}`, service } satisfies Runner
   })
 

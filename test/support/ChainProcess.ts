@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { appendFileSync } from "node:fs"
 import { Effect } from "effect"
+import { freePort } from "../../src/FreePort.ts"
 
 /**
  * The service (`src/main.ts`) as a child process for the crash harness. Unlike startService it
@@ -53,3 +54,40 @@ export const awaitExit = (s: CrashableService, ms: number) =>
   Effect.promise(() =>
     Promise.race([s.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))]),
   )
+
+/** A runner process that reached "listening on", on the ports it was given. */
+export interface ListeningRunner {
+  readonly service: CrashableService
+  readonly port: number
+  readonly runnerPort: number
+}
+
+const PORT_TAKEN = /EADDRINUSE|is already in use/
+
+/**
+ * Spawns the service on two fresh free ports (PORT, RUNNER_PORT) and waits for its "listening on" line. freePort is
+ * racy: between its answer and the service's bind, another process may take the port (any outgoing connection
+ * on the machine draws from the same ephemeral range). Such a start exits with "… is already in use"
+ * (src/StartupChecks.ts) and is tried again on new ports, up to 5 times; any other exit fails with its output.
+ * The caller stops the service (stopService).
+ */
+export const spawnListening = (name: string, env: Record<string, string>) =>
+  Effect.gen(function* () {
+    for (let attempt = 1; ; attempt++) {
+      const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+      const service = spawnService({ ...env, PORT: String(port), RUNNER_PORT: String(runnerPort) })
+      const outcome = yield* Effect.promise(async () => {
+        for (;;) {
+          if (service.output().includes("listening on")) return "listening" as const
+          if (service.child.exitCode !== null || service.child.signalCode !== null) {
+            return PORT_TAKEN.test(service.output()) ? ("taken" as const) : ("exited" as const)
+          }
+          await new Promise((r) => setTimeout(r, 100))
+        }
+      })
+      if (outcome === "listening") return { service, port, runnerPort } satisfies ListeningRunner
+      if (outcome === "exited" || attempt === 5) {
+        return yield* Effect.dieMessage(`${name} exited:\n${service.output()}`)
+      }
+    }
+  })
