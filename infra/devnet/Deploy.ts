@@ -45,6 +45,7 @@ import {
 } from "../../src/Chain/artifacts/index.ts"
 import { constructorTimings, DEVNET_TIMING_V2, type TimingV2 } from "../../src/Domain/SettlementTimingV2.ts"
 import { ANVIL_PRIVATE_KEYS } from "./Anvil.ts"
+import { receiptOf } from "./Receipt.ts"
 
 export type ChainKind = "hyperliquid" | "aster"
 
@@ -152,9 +153,7 @@ const sendAll = async (
       }),
     )
   }
-  const receipts = await Promise.all(
-    hashes.map((hash) => publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 60_000 })),
-  )
+  const receipts = await Promise.all(hashes.map((hash) => receiptOf(publicClient, hash)))
   return receipts.map((rc, i) => {
     if (rc.status !== "success") throw new Error(`devnet deploy: transaction ${i} (${rc.transactionHash}) reverted`)
     return { block: rc.blockNumber, contractAddress: rc.contractAddress }

@@ -14,6 +14,7 @@ import {
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
 import { ANVIL_PRIVATE_KEYS, type AnvilInstance, type AnvilOptions, startAnvil } from "../../infra/devnet/Anvil.ts"
 import { type ChainKind, type Deployment, deployChain } from "../../infra/devnet/Deploy.ts"
+import { receiptOf } from "../../infra/devnet/Receipt.ts"
 import { mockUSDCAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import {
   type CloseOffer,
@@ -148,9 +149,7 @@ export const sendCalls = async (
     })
     hashes.push(await c.pub.request({ method: "eth_sendRawTransaction", params: [raw] }))
   }
-  const receipts = await Promise.all(
-    hashes.map((hash) => c.pub.waitForTransactionReceipt({ hash, pollingInterval: 25, timeout: 60_000 })),
-  )
+  const receipts = await Promise.all(hashes.map((hash) => receiptOf(c.pub, hash, { everyMs: 25 })))
   for (const r of receipts) if (r.status !== "success") throw new Error(`call ${r.transactionHash} reverted`)
   return hashes
 }

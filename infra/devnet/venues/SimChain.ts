@@ -13,6 +13,7 @@ import {
 } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { mockUSDCAbi } from "../../../src/Chain/artifacts/index.ts"
+import { receiptOf } from "../Receipt.ts"
 
 export interface SimChainOptions {
   readonly rpcUrl: string
@@ -47,7 +48,7 @@ export const connectSimChain = async (o: SimChainOptions): Promise<SimChain> => 
   const decimals = await client.readContract({ address: o.token, abi: mockUSDCAbi, functionName: "decimals" })
 
   const mined = async (hash: Hash): Promise<Hash> => {
-    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 60_000 })
+    const receipt = await receiptOf(client, hash)
     if (receipt.status !== "success") throw new Error(`transaction ${hash} reverted`)
     return hash
   }
