@@ -34,6 +34,7 @@ import {
   ORDER_SIGNATURES_REQUEST,
   QUOTE_SET_REQUEST,
 } from "./Examples.ts"
+import { SESSION_ONLY } from "./View.ts"
 
 const Bytes32 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{64}$/), Schema.annotations({ identifier: "Bytes32" }))
 
@@ -133,10 +134,8 @@ export const Order = Schema.Struct({
   examples: [ORDER_FUNDING, ORDER_FUNDED, ORDER_QUOTES_CANCELLED],
 })
 
-/** A `quote` credential's view of its order (src/Orders/View.ts SESSION_ONLY): no balances, no margin move. */
-export const CredentialOrder = Order.pipe(
-  Schema.omit("escrow_available", "quotable", "filled", "received", "margin_move"),
-).annotations({
+/** A `quote` credential's view of its order (SESSION_ONLY left out): no balances, no margin move. */
+export const CredentialOrder = Order.pipe(Schema.omit(...SESSION_ONLY)).annotations({
   identifier: "CredentialOrder",
   description:
     "The order as a maker credential sees it (the quote routes' answer to a credential): the Order without " +
