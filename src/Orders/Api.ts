@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { SignatureHex } from "../Auth/Api.ts"
+import { SESSION_ONLY_ORDER_FIELDS } from "../Domain/CredentialVisibility.ts"
 import { MAX_HASHLOCK_COUNT } from "../Domain/Hashlocks.ts"
 import { Address, Amount, OrderId, Timestamp, VenueId } from "../Domain/Primitives.ts"
 import { acceptsCredential } from "../Http/ApiDocs.ts"
@@ -34,7 +35,6 @@ import {
   ORDER_SIGNATURES_REQUEST,
   QUOTE_SET_REQUEST,
 } from "./Examples.ts"
-import { SESSION_ONLY } from "./View.ts"
 
 const Bytes32 = Schema.String.pipe(Schema.pattern(/^0x[0-9a-fA-F]{64}$/), Schema.annotations({ identifier: "Bytes32" }))
 
@@ -134,8 +134,8 @@ export const Order = Schema.Struct({
   examples: [ORDER_FUNDING, ORDER_FUNDED, ORDER_QUOTES_CANCELLED],
 })
 
-/** A `quote` credential's view of its order (SESSION_ONLY left out): no balances, no margin move. */
-export const CredentialOrder = Order.pipe(Schema.omit(...SESSION_ONLY)).annotations({
+/** A `quote` credential's view of its order (SESSION_ONLY_ORDER_FIELDS left out): no balances, no margin move. */
+export const CredentialOrder = Order.pipe(Schema.omit(...SESSION_ONLY_ORDER_FIELDS)).annotations({
   identifier: "CredentialOrder",
   description:
     "The order as a maker credential sees it (the quote routes' answer to a credential): the Order without " +

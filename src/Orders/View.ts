@@ -3,6 +3,7 @@
  * relayed transactions, its latest quote set and its margin move.
  */
 import { Effect, Option } from "effect"
+import { SESSION_ONLY_ORDER_FIELDS } from "../Domain/CredentialVisibility.ts"
 import type { QuoteSetRow } from "./QuoteSets.ts"
 import { latestQuoteSet } from "./QuoteSets.ts"
 import { type OrderRow, orderTransactions } from "./Repo.ts"
@@ -73,18 +74,12 @@ export const orderView = (row: OrderRow) =>
 
 export type OrderView = Effect.Effect.Success<ReturnType<typeof orderView>>
 
-/**
- * What a maker credential is never shown of its order (spec, Authentication 6: a credential never sees balances or
- * withdrawals): the escrow's live amounts and the margin move (the venue withdrawal that funded it).
- */
-export const SESSION_ONLY = ["escrow_available", "quotable", "filled", "received", "margin_move"] as const
-
-export type CredentialOrderView = Omit<OrderView, (typeof SESSION_ONLY)[number]>
+export type CredentialOrderView = Omit<OrderView, (typeof SESSION_ONLY_ORDER_FIELDS)[number]>
 
 /** The order as a `quote` credential sees it (PUT and DELETE /v1/orders/{id}/quotes). */
 export const credentialOrderView = (view: OrderView): CredentialOrderView => {
   const shown: Record<string, unknown> = { ...view }
-  for (const field of SESSION_ONLY) delete shown[field]
+  for (const field of SESSION_ONLY_ORDER_FIELDS) delete shown[field]
   return shown as CredentialOrderView
 }
 
