@@ -1,3 +1,4 @@
+import { SESSION_ONLY_EVENT_FIELDS } from "../Domain/CredentialVisibility.ts"
 import type { Principal } from "../Domain/Principal.ts"
 import type { JournalEvent } from "./JournalReader.ts"
 import type { Channel, Pair } from "./StreamProtocol.ts"
@@ -13,6 +14,7 @@ import type { Channel, Pair } from "./StreamProtocol.ts"
  *    - a session of the master sees every such row;
  *    - a maker credential (scope `read`) sees only rows whose `data.identity_id` equals the quote
  *      identity it is bound to. Maker-facing payloads must therefore carry `identity_id`.
+ * 4. A credential never gets the session-only fields of an event's `data` (`encodingFor`).
  */
 export const PUBLIC_KIND_PREFIX = "trade."
 
@@ -58,3 +60,30 @@ export const visibleTo =
     if (account === undefined || event.master !== account.master) return false
     return account.identityId === null || event.identityId === account.identityId
   }
+
+/** Field names as they appear in an event's encoded JSON: a cheap test before any re-encoding. */
+const hiddenKeys = SESSION_ONLY_EVENT_FIELDS.map((field) => `"${field}":`)
+
+/** Credential encodings already made, per event (an event is shared by every subscriber's window). */
+const redacted = new WeakMap<JournalEvent, string>()
+
+const redact = (event: JournalEvent): string => {
+  if (!hiddenKeys.some((key) => event.json.includes(key))) return event.json
+  const cached = redacted.get(event)
+  if (cached !== undefined) return cached
+  const frame = JSON.parse(event.json) as { data?: unknown }
+  if (frame.data !== null && typeof frame.data === "object") {
+    const data = frame.data as Record<string, unknown>
+    for (const field of SESSION_ONLY_EVENT_FIELDS) delete data[field]
+  }
+  const json = JSON.stringify(frame)
+  redacted.set(event, json)
+  return json
+}
+
+/**
+ * How this audience's events are encoded: as published for sessions and public subscribers (encoded once,
+ * shared); for a credential, without the session-only fields (rule 4; re-encoded only for events that carry one).
+ */
+export const encodingFor = (audience: Audience): ((event: JournalEvent) => string) =>
+  audience.account !== undefined && audience.account.identityId !== null ? redact : (event) => event.json

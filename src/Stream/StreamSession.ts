@@ -6,7 +6,7 @@ import { WebSocket } from "ws"
 import { exceedsJsonDepth, tooDeepMessage } from "../Domain/JsonDepth.ts"
 import type { Principal } from "../Domain/Principal.ts"
 import { StreamConnections } from "./Connections.ts"
-import { type Audience, audienceOf, mayReadPrivate, visibleTo } from "./EventFilter.ts"
+import { type Audience, audienceOf, encodingFor, mayReadPrivate, visibleTo } from "./EventFilter.ts"
 import { type JournalEvent, journalHead, oldestRetainedCursor } from "./JournalReader.ts"
 import type { Follower, JournalTailService } from "./JournalTail.ts"
 import {
@@ -144,20 +144,26 @@ const recheckAuth = (token: string, env: SessionEnv) =>
  * 256 KiB of events (at least one event each). Each page's `next_cursor` is the last row it covers,
  * so it also moves past filtered-out rows; `last` covers every row, including trailing filtered ones.
  */
-const pagesOf = (rows: ReadonlyArray<JournalEvent>, visible: (row: JournalEvent) => boolean, after: bigint) => {
+const pagesOf = (
+  rows: ReadonlyArray<JournalEvent>,
+  visible: (row: JournalEvent) => boolean,
+  encode: (row: JournalEvent) => string,
+  after: bigint,
+) => {
   const pages: Array<{ readonly frame: string; readonly last: bigint }> = []
   let events: Array<string> = []
   let bytes = 0
   let last = after
   for (const row of rows) {
     if (visible(row)) {
-      if (events.length > 0 && bytes + row.json.length > STREAM_LIMITS.pageBytes) {
+      const json = encode(row)
+      if (events.length > 0 && bytes + json.length > STREAM_LIMITS.pageBytes) {
         pages.push({ frame: eventPageFrame(events, last), last })
         events = []
         bytes = 0
       }
-      events.push(row.json)
-      bytes += row.json.length
+      events.push(json)
+      bytes += json.length
     }
     last = row.cursor
   }
@@ -182,6 +188,7 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
     const visible = visibleTo(subscribed.audience)
+    const encode = encodingFor(subscribed.audience)
     const idleMs = Duration.toMillis(STREAM_LIMITS.idlePageInterval)
     const open = () => ws.readyState === WebSocket.OPEN
     let last = subscribed.start
@@ -216,7 +223,7 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
             return false
           }
           StreamConnections.recordPage("pushed")
-          const { pages, last: covered } = pagesOf(rows, visible, follower.last)
+          const { pages, last: covered } = pagesOf(rows, visible, encode, follower.last)
           for (const page of pages) {
             follower.last = page.last
             // Backed up: stop here; pull mode goes on from this page once it is written.
@@ -256,7 +263,7 @@ const pump = (ws: WebSocket, netSocket: Duplex, subscribed: Subscribed, env: Ses
           `events after cursor ${last} are no longer retained; take a new snapshot and resume from its x-event-cursor`,
         )
       }
-      const { pages, last: covered } = pagesOf(rows, visible, last)
+      const { pages, last: covered } = pagesOf(rows, visible, encode, last)
       for (const page of pages) {
         last = page.last
         const blocked = yield* send(page.frame)

@@ -279,4 +279,61 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: auth
       expect(privateDeliveries).toBeGreaterThan(300)
     }),
   )
+  it.effect("a read credential's events never carry a withdrawal or a balance; its master's session's do", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const wallet = fresh()
+      const master = wallet.address.toLowerCase()
+      const token = yield* signIn(base, wallet)
+      const identity = yield* registerIdentity(base, token, fresh())
+      const credential = yield* issueCredential(base, token, identity.id, ["read"])
+      const withdrawalId = "7d6f1c2e-0a4b-4c3d-9e8f-1a2b3c4d5e6f"
+      const rows = [
+        {
+          kind: "order.awaiting_margin",
+          payload: { order_id: "0x01", identity_id: identity.id, withdrawal_id: withdrawalId },
+        },
+        {
+          kind: "order.funded",
+          payload: { order_id: "0x01", identity_id: identity.id, escrow_available: "5", quotable: "5" },
+        },
+        { kind: "order.created", payload: { order_id: "0x02", identity_id: identity.id, venue: "aster", amount: "7" } },
+      ]
+      const append = Effect.forEach(rows, (row) => sql.withTransaction(appendJournal({ ...row, master })), {
+        discard: true,
+      })
+      const start = yield* publishedHead
+      // Followers (subscribed before the rows) and replays (subscribed after, from `start`): both paths.
+      const following = yield* Effect.forEach([token, credential.token], (t) =>
+        subscribe(base, { token: t, channels: ["account"] }),
+      )
+      yield* append
+      const head = yield* publishedHead
+      const replaying = yield* Effect.forEach([token, credential.token], (t) =>
+        subscribe(base, { token: t, channels: ["account"], cursor: start.toString() }),
+      )
+      const [sessionFollow, credentialFollow, sessionReplay, credentialReplay] = yield* Effect.forEach(
+        [...following, ...replaying],
+        ({ conn, first }) =>
+          Effect.map(collect(conn, head), (more) => {
+            conn.close()
+            return [...(first.type === "events" ? first.events : []), ...more].map((e) => ({
+              kind: e.kind,
+              data: e.data,
+            }))
+          }),
+      )
+      const full = rows.map(({ kind, payload }) => ({ kind, data: payload }))
+      const redacted = [
+        { kind: "order.awaiting_margin", data: { order_id: "0x01", identity_id: identity.id } },
+        { kind: "order.funded", data: { order_id: "0x01", identity_id: identity.id } },
+        full[2],
+      ]
+      expect(sessionFollow).toEqual(full)
+      expect(sessionReplay).toEqual(full)
+      expect(credentialFollow).toEqual(redacted)
+      expect(credentialReplay).toEqual(redacted)
+    }),
+  )
 })
