@@ -224,7 +224,8 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /** Unlinks the master's account on `venue` unless an open order, a nonfinal fill or an open withdrawal uses it. */
     const unlink = Effect.fn("Accounts.unlink")(function* (master: string, venue: string) {
-      const outcome = yield* run(unlinkIfUnused(master, venue)).pipe(Effect.orDie)
+      const now = yield* Clock.currentTimeMillis
+      const outcome = yield* run(unlinkIfUnused(master, venue, now)).pipe(Effect.orDie)
       if (outcome._tag === "NotLinked") return yield* new NotFound({ message: `no account linked on ${venue}` })
       if (outcome._tag === "InUse") {
         return yield* new AccountInUse({ message: `the account is in use by an open ${outcome.use}` })

@@ -62,6 +62,8 @@ export type { OrderPreparation, OrderView, SignItem } from "./Orders/View.ts"
 
 /** A FundOrder (and its permit) stays signable for one hour. */
 const FUND_VALIDITY_SECONDS = 3600n
+/** Signatures are refused this close to the fund deadline: the fund must still be mined before it (ms). */
+const SIGN_MARGIN_MS = 60_000
 
 /** POST /v1/orders, decoded. */
 export interface CreateOrderInput {
@@ -272,6 +274,14 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
           return yield* view(order)
         }
         return yield* new StateConflict({ message: `the order is ${order.state}` })
+      }
+      // A fund after its FundOrder's deadline reverts (and a venue transfer would move the owner's margin for
+      // nothing): refuse before relaying anything, with time left for the fund to be mined.
+      const deadlineMs = Number(order.fund_deadline) * 1000
+      if ((yield* Clock.currentTimeMillis) > deadlineMs - SIGN_MARGIN_MS) {
+        return yield* new StateConflict({
+          message: "the order's fund deadline has passed; prepare a new order (POST /v1/orders)",
+        })
       }
       const items = order.to_sign as ReadonlyArray<SignItem>
       const transfer = items.find((i) => i.kind === "venue_transfer")

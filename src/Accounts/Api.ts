@@ -210,8 +210,10 @@ export class AccountApi extends HttpApiGroup.make("account")
       .annotate(
         OpenApi.Description,
         "Removes the master's linked account on `venue` and answers the link as it was (journaled as " +
-          "account.unlinked). Refused with 409 ACCOUNT_IN_USE while an order of it that is not `closed` (a " +
-          "`failed` one included), a nonfinal fill or a queued, submitting or unknown withdrawal uses it; 404 NOT_FOUND when nothing is linked on `venue` (so " +
+          "account.unlinked). Refused with 409 ACCOUNT_IN_USE while an order of it that is not `closed`, a " +
+          "nonfinal fill or a queued, submitting or unknown withdrawal uses it. A `preparing` or `failed` order stops " +
+          "using it an hour after its fund deadline when its escrow holds nothing for it. 404 NOT_FOUND when nothing " +
+          "is linked on `venue` (so " +
           "a repeat is a 404). Master session only (a maker credential gets 403 FORBIDDEN).",
       ),
   )

@@ -71,7 +71,7 @@ export const insertLinkedAccount = (p: {
  * starts a use of a linked account (orders, takes, withdrawals) locks it too, so a use cannot slip
  * in between the check and the delete.
  */
-export const unlinkIfUnused = (master: string, venue: string) =>
+export const unlinkIfUnused = (master: string, venue: string, nowMs: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
@@ -79,7 +79,7 @@ export const unlinkIfUnused = (master: string, venue: string) =>
           select venue, address, venue_wallet, expires_at, linked_at
           from linked_accounts where master = ${master} and venue = ${venue} for update`
         if (!row) return { _tag: "NotLinked" } as const
-        const use = yield* accountInUse(venue, row.address)
+        const use = yield* accountInUse(venue, row.address, nowMs)
         if (Option.isSome(use)) return { _tag: "InUse", use: use.value } as const
         yield* sql`delete from linked_accounts where master = ${master} and venue = ${venue}`
         yield* appendJournal({ kind: "account.unlinked", master, payload: { venue, address: row.address } })

@@ -260,7 +260,8 @@ export class OrdersApi extends HttpApiGroup.make("orders")
           "amount. Refused: the venue transfer expired before it was signed (422 CHALLENGE_EXPIRED: create a new " +
           "order), another withdrawal of the account is open (409 WITHDRAWAL_PENDING), the owner is no longer " +
           "linked (404). A repeat once the order is awaiting_margin, funding or funded answers the order as it is " +
-          "(signatures not checked again); a failed or closed order answers 409 STATE_CONFLICT. Session only; " +
+          "(signatures not checked again); a failed or closed order answers 409 STATE_CONFLICT, and so does a " +
+          "preparing order with less than a minute left before its fund deadline (create a new order). Session only; " +
           "another master's order is 404.",
       ),
   )

@@ -166,6 +166,58 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
     }),
   )
 
+  it.effect(
+    "unlink: a preparing or failed order stops using the account an hour past its fund deadline, unless its escrow holds funds",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const sql = yield* SqlClient.SqlClient
+        const master = fresh()
+        const m = master.address.toLowerCase()
+        const token = yield* signIn(base, master)
+        const auth = bearer(token)
+        const link = (venue: string) => post(`${base}/v1/accounts`, { venue, address: master.address }, auth)
+        const unlink = (venue: string) =>
+          rawRequest(`${base}/v1/accounts/${venue}`, { method: "DELETE", headers: auth })
+        const nowS = Math.floor(Date.now() / 1000)
+        const order = (id: string, state: string, deadline: number) =>
+          sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, fund_deadline,
+            created_at, updated_at)
+          values (${id}, ${m}, 'hyperliquid', 'aster', ${m}, ${state}, 5000000, ${deadline}, now(), now())`
+        expect((yield* link("hyperliquid")).status).toBe(201)
+
+        // Never signed, deadline 30 min ago (within the hour's grace): still in use.
+        const preparing = `0x${"c1".repeat(32)}`
+        yield* order(preparing, "preparing", nowS - 1800)
+        expect(code(yield* unlink("hyperliquid"))).toBe("ACCOUNT_IN_USE")
+        // Past the grace: nothing can fund it any more.
+        yield* sql`update orders set fund_deadline = ${nowS - 3700} where id = ${preparing}`
+        // A failed order past the grace whose escrow holds funds (a fund by another relayer, indexed): still in use.
+        const failed = `0x${"c2".repeat(32)}`
+        yield* order(failed, "failed", nowS - 7200)
+        yield* sql`insert into escrow_orders (venue, order_id, owner, operator, quote_signer, available, locked,
+          created_block, block_number, block_hash)
+        values ('hyperliquid', ${failed}, ${m}, ${m}, ${m}, 3, 0, 1, 1, ${`0x${"00".repeat(32)}`})`
+        const held = yield* unlink("hyperliquid")
+        expect([held.status, code(held)]).toEqual([409, "ACCOUNT_IN_USE"])
+        // Once those funds are closed out, neither order uses the account.
+        yield* sql`update escrow_orders set available = 0 where order_id = ${failed}`
+        expect((yield* unlink("hyperliquid")).status).toBe(200)
+        // Signing the stale order now is refused; it stays preparing and nothing is relayed.
+        expect((yield* link("hyperliquid")).status).toBe(201)
+        const signed = yield* post(
+          `${base}/v1/orders/${preparing}/signatures`,
+          { fund_order: `0x${"11".repeat(65)}`, permit: `0x${"11".repeat(65)}` },
+          auth,
+        )
+        expect([signed.status, code(signed)]).toEqual([409, "STATE_CONFLICT"])
+        const [row] = yield* sql<{ state: string }>`select state from orders where id = ${preparing}`
+        expect(row?.state).toBe("preparing")
+        const relayed = yield* sql`select 1 from relayer_requests where idempotency_key = ${`fund:${preparing}`}`
+        expect(relayed.length).toBe(0)
+      }),
+  )
+
   it.effect("beta: access is required until an admin grants it; only admins may grant", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
