@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer } from "effect"
 import { getAddress, type Hex } from "viem"
 import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
@@ -44,6 +45,12 @@ const advance = (o: AwaitingMarginOrder) =>
     if (venue === undefined) return
     const escrow = orderEscrow(venue, o.escrow_version)
     if (escrow === undefined) return
+    // Its fund call is with the relayer already (left by a stop between two commits before they became one):
+    // the relayer's outcome and the index decide from `funding`, whatever the wallet and the deadline say now.
+    if (o.fund_relayed) {
+      yield* markFunding(o.id, null, now, "awaiting_margin")
+      return
+    }
     if (o.withdrawal_state === "failed") {
       yield* markFailed(o.id, "awaiting_margin", `the venue transfer failed: ${o.withdrawal_error}`, now)
       return
@@ -75,31 +82,39 @@ const advance = (o: AwaitingMarginOrder) =>
       yield* markFailed(o.id, "awaiting_margin", "the order's fund signatures are missing", now)
       return
     }
-    const submitted = yield* (yield* Relayer)
-      .submit({
-        idempotencyKey: `fund:${o.id}`,
-        venue: venue.id,
-        to: escrow.address,
-        data: fundCall(
-          fund.typed_data.message as FundOrderWire,
-          o.signatures.fund_order as Hex,
-          o.signatures.permit as Hex,
-          escrow.version,
-        ),
-        master: o.master,
-      })
-      .pipe(
-        Effect.as(true),
-        Effect.catchTags({
-          // The key is taken: this order's fund call is already with the relayer.
-          IdempotencyConflict: () => Effect.succeed(true),
-          RelayerRejected: (e) =>
-            markFailed(o.id, "awaiting_margin", `the fund call is not relayable: ${e.reason}`, now).pipe(
-              Effect.as(false),
-            ),
+    const relayer = yield* Relayer
+    const sql = yield* SqlClient.SqlClient
+    // The order's move and the relayer's row commit together, as in wallet funding (Orders.sign): a stop between
+    // two commits would leave `fund` relayed for an order still `awaiting_margin`, whose next pass finds the wallet
+    // emptied by that very fund and waits until the deadline fails a funded order. The guarded move goes first and
+    // holds the order's row, so a concurrent pass relays nothing.
+    yield* sql
+      .withTransaction(
+        Effect.gen(function* () {
+          if (!(yield* markFunding(o.id, null, now, "awaiting_margin"))) return
+          yield* relayer
+            .submit({
+              idempotencyKey: `fund:${o.id}`,
+              venue: venue.id,
+              to: escrow.address,
+              data: fundCall(
+                fund.typed_data.message as FundOrderWire,
+                o.signatures.fund_order as Hex,
+                o.signatures.permit as Hex,
+                escrow.version,
+              ),
+              master: o.master,
+            })
+            // The key is taken: this order's fund call is already with the relayer.
+            .pipe(Effect.catchTag("IdempotencyConflict", () => Effect.void))
         }),
       )
-    if (submitted) yield* markFunding(o.id, null, now, "awaiting_margin")
+      .pipe(
+        // Rolled back: the order is still awaiting_margin and fails with the reason.
+        Effect.catchTag("RelayerRejected", (e) =>
+          markFailed(o.id, "awaiting_margin", `the fund call is not relayable: ${e.reason}`, now),
+        ),
+      )
   })
 
 /**

@@ -210,6 +210,8 @@ export interface AwaitingMarginOrder {
   readonly signatures: Record<string, string>
   readonly withdrawal_state: string
   readonly withdrawal_error: string
+  /** The relayer already holds `fund:<id>` (a row an earlier version could leave behind; see OrderFunding). */
+  readonly fund_relayed: boolean
 }
 
 export const awaitingMarginOrders = (limit: number, orderId?: string) =>
@@ -218,7 +220,8 @@ export const awaitingMarginOrders = (limit: number, orderId?: string) =>
     (sql) => sql<AwaitingMarginOrder>`
       select o.id, o.master, o.fund_deadline::text as fund_deadline, o.venue, o.escrow_version::int as escrow_version,
              o.owner_address, o.amount::text as amount, o.to_sign, o.signatures,
-             w.state as withdrawal_state, w.error as withdrawal_error
+             w.state as withdrawal_state, w.error as withdrawal_error,
+             exists (select 1 from relayer_requests r where r.idempotency_key = 'fund:' || o.id) as fund_relayed
       from orders o join withdrawals w on w.id = o.venue_transfer_id
       where o.state = 'awaiting_margin' ${orderId === undefined ? sql`` : sql`and o.id = ${orderId}`}
       order by o.updated_at limit ${limit}`,
@@ -250,7 +253,9 @@ export const markFailed = (id: string, from: OrderState, error: string, nowMs: n
  * Settles `funding` orders from chain facts: funded once the order's escrow index (finalized) holds the
  * order (v1 by order id, v2 by owner and order id) and the relayer has seen its fund transaction final too (the
  * two are read apart; a funded order never shows its fund as only `included`), failed when the fund transaction
- * reverted. Each transition is journaled once; both facts wake the order's funding entity.
+ * reverted or was replaced (the relayer saw its nonce consumed by another transaction: the call did not happen;
+ * an order the index holds went funded in the statement before). Each transition is journaled once; both facts
+ * wake the order's funding entity.
  */
 export const settleFundingOrders = (nowMs: number, orderId?: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -272,9 +277,12 @@ export const settleFundingOrders = (nowMs: number, orderId?: string) =>
           returning o.id, o.master, o.quote_identity_id`
         const failed = yield* sql<{ id: string; master: string; quote_identity_id: string; error: string }>`
           update orders o set state = 'failed', updated_at = ${now},
-            error = coalesce(nullif(r.revert_reason, ''), nullif(r.error, ''), 'the fund transaction failed')
+            error = case when r.status = 'replaced'
+              then 'the fund transaction was replaced (its nonce was consumed by another transaction); create a new order'
+              else coalesce(nullif(r.revert_reason, ''), nullif(r.error, ''), 'the fund transaction failed') end
           from relayer_requests r
-          where o.state = 'funding' ${only} and r.idempotency_key = 'fund:' || o.id and r.status in ('reverted')
+          where o.state = 'funding' ${only} and r.idempotency_key = 'fund:' || o.id
+            and r.status in ('reverted', 'replaced')
           returning o.id, o.master, o.quote_identity_id, o.error`
         for (const o of funded) {
           yield* appendJournal({

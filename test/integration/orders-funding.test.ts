@@ -397,4 +397,73 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
       yield* stop
     }),
   )
+  it.effect("a fund call relayed for an order still awaiting_margin (a stop between two commits) reaches funded", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const chain = yield* TestChainTag
+      const { deployment } = yield* AppConfig
+      const venue = deployment.venues[0]!
+      const miner = yield* Effect.fork(
+        Effect.promise(() => chain.test.mine({ blocks: 1 })).pipe(
+          Effect.zipRight(Effect.sleep("200 millis")),
+          Effect.forever,
+        ),
+      )
+      // The relayer but no watcher: the fund goes out and is final, and nothing indexes it yet.
+      const relayer = yield* Effect.fork(runTxRelayer(venue))
+      const { owner, token, identity } = yield* marginOwner(base, 2n * USDC, 100n * USDC)
+      const prepared = yield* createOrder(base, token, owner, identity.id, "margin-split")
+      const signed = yield* post(
+        `${base}/v1/orders/${prepared.order.id}/signatures`,
+        {
+          venue_transfer: yield* signItem(owner, prepared, "venue_transfer"),
+          fund_order: yield* signItem(owner, prepared, "fund_order"),
+          permit: yield* signItem(owner, prepared, "permit"),
+        },
+        bearer(token),
+      )
+      expect(signed.status, signed.text).toBe(200)
+      const key = `fund:${prepared.order.id}`
+      yield* pollUntil(
+        sql<{ status: string }>`select status from relayer_requests where idempotency_key = ${key}`,
+        (rows) => rows[0]?.status === "final",
+        { every: "200 millis", within: "30 seconds" },
+      )
+      expect(yield* walletBalance(owner.address)).toBe(0n)
+      // Where a stop between the old code's two commits (the relayer's row, then the order's move) left it.
+      yield* sql`update orders set state = 'awaiting_margin' where id = ${prepared.order.id}`
+      const watcher = yield* Effect.fork(runVenueWatcher(venue))
+      const settled = yield* untilSettled(base, token, prepared.order.id)
+      expect(settled).toMatchObject({ state: "funded", error: "", escrow_available: "7000000" })
+      yield* Fiber.interrupt(watcher)
+      yield* Fiber.interrupt(relayer)
+      yield* Fiber.interrupt(miner)
+    }),
+  )
+
+  it.effect("a fund call the relayer finds replaced (its nonce consumed elsewhere) fails the order", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const sql = yield* SqlClient.SqlClient
+      const { owner, token, identity } = yield* marginOwner(base, 7n * USDC, 0n)
+      const prepared = yield* createOrder(base, token, owner, identity.id, "fund-replaced")
+      expect(prepared.to_sign.map((i) => i.kind)).toEqual(["fund_order", "permit"])
+      const signed = yield* post(
+        `${base}/v1/orders/${prepared.order.id}/signatures`,
+        {
+          fund_order: yield* signItem(owner, prepared, "fund_order"),
+          permit: yield* signItem(owner, prepared, "permit"),
+        },
+        bearer(token),
+      )
+      expect([signed.status, (signed.json as OrderView).state]).toEqual([200, "funding"])
+      // The relayer's verdict on a nonce another transaction took (chain-relayer.test proves the relayer reaches it).
+      yield* sql`update relayer_requests set status = 'replaced' where idempotency_key = ${`fund:${prepared.order.id}`}`
+      const failed = yield* untilSettled(base, token, prepared.order.id)
+      expect(failed.state).toBe("failed")
+      expect(failed.error).toMatch(/replaced/)
+      expect(yield* walletBalance(owner.address)).toBe(7n * USDC)
+    }),
+  )
 })
