@@ -12,6 +12,7 @@
  */
 import { Sharding } from "@effect/cluster"
 import { Context, Effect, Layer, Option } from "effect"
+import type { AccessGate } from "./Access.ts"
 import { findLinkedAccount } from "./Accounts/LinkedAccounts.ts"
 import { VenueAdaptersLive } from "./Accounts/VenueAdaptersLive.ts"
 import { ChainClients } from "./Chain/ChainClients.ts"
@@ -324,24 +325,32 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
      * Settlement v2: the client's pay key for the transfer's take, set once (the same key again answers the intent
      * unchanged, another STATE_CONFLICT; cancelled: STATE_CONFLICT; a v1 intent: INVALID_REQUEST). When the wallet
      * covered amount_in at creation the take is created with it, in the same transaction: a refused take stores no
-     * key either. Otherwise the desk creates the take once the funding withdrawal is relayed. Beta access is the
-     * caller's check.
+     * key either. Otherwise the desk creates the take once the funding withdrawal is relayed. `access` gates a new
+     * key only: the same key again is answered whatever the account's access since.
      */
-    const givePayKeyOf = Effect.fn("Transfers.givePayKey")(function* (master: string, id: string, payKey: string) {
+    const givePayKeyOf = Effect.fn("Transfers.givePayKey")(function* <R>(
+      master: string,
+      id: string,
+      payKey: string,
+      access: AccessGate<R>,
+    ) {
       if (!UUID.test(id)) return yield* new NotFound({ message: "no such transfer" })
       if (!ADDRESS.test(payKey)) return yield* new InvalidRequest({ message: "pay_key must be an address" })
       if (BigInt(payKey) === 0n) return yield* new InvalidRequest({ message: "pay_key must not be zero" })
       const outcome = yield* run(
         inTransaction(
           Effect.gen(function* () {
-            const given = yield* givePayKey(master, id, payKey)
+            const given = yield* givePayKey(master, id, payKey, access)
             if (given._tag !== "Given" || !given.changed) return given
             const row = Option.getOrThrow(yield* findTransfer(id))
             if (row.preparation_id === null) yield* takeForTransfer(row)
             return given
           }),
         ),
-      ).pipe(Effect.catchTag("SqlError", Effect.die), Effect.catchAll(takeFailure))
+      ).pipe(
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.catchIf((e) => e._tag !== "AccessRequired", takeFailure),
+      )
       switch (outcome._tag) {
         case "NotFound":
           return yield* new NotFound({ message: "no such transfer" })

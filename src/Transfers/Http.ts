@@ -53,8 +53,7 @@ export const TransfersHandlers = HttpApiBuilder.group(Api, "transfers", (handler
       .handle("payKey", ({ path, payload }) =>
         Effect.gen(function* () {
           const session = yield* requireSession
-          yield* requireAccess(session.master)
-          return yield* transfers.givePayKey(session.master, path.id, payload.pay_key)
+          return yield* transfers.givePayKey(session.master, path.id, payload.pay_key, requireAccess(session.master))
         }),
       )
       .handle("cancel", ({ path }) =>

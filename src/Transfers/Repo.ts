@@ -178,7 +178,13 @@ export type PayKeyOutcome =
  * desk's retry delay so a transfer whose wallet is ready gets its take on the desk's next pass. Run it inside the
  * caller's transaction (the row stays locked until the caller's take decision commits).
  */
-export const givePayKey = (master: string, id: string, payKey: string) =>
+export const givePayKey = <E = never, R = never>(
+  master: string,
+  id: string,
+  payKey: string,
+  // Gates a new key only (beta access): the same key again is answered whatever the account's access since.
+  access: Effect.Effect<void, E, R> = Effect.void as Effect.Effect<void, E, R>,
+) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const [locked] = yield* sql<{
@@ -195,6 +201,7 @@ export const givePayKey = (master: string, id: string, payKey: string) =>
       return (locked.pay_key === key ? { _tag: "Given", changed: false } : { _tag: "OtherKey" }) as PayKeyOutcome
     }
     if (locked.cancelled_at !== null) return { _tag: "Cancelled" } as PayKeyOutcome
+    yield* access
     yield* sql`update transfers set pay_key = ${key}, next_attempt_at = null, updated_at = now() where id = ${id}::uuid`
     yield* journal(TRANSFER_EVENT.payKeyGiven, Option.getOrThrow(yield* findTransfer(id)))
     return { _tag: "Given", changed: true } as PayKeyOutcome

@@ -154,6 +154,12 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers on
         expect([res.status, code(res)], `${what}: ${res.text}`).toEqual([status, errorCode])
         expect(yield* state(t.id), what).toEqual(before)
       }
+      // Without access a new key is refused before anything is routed (403), nothing changed.
+      yield* sql`update accounts set access = 'suspended' where master = ${payer.address}`
+      const gated = yield* putKey(base, payer.token, t.id, { pay_key: key })
+      expect([gated.status, code(gated)]).toEqual([403, "ACCESS_REQUIRED"])
+      expect(yield* state(t.id)).toEqual(before)
+      yield* sql`update accounts set access = 'granted' where master = ${payer.address}`
       // A key refused with NO_LIQUIDITY was not kept: another key is not a conflict.
       const again = yield* putKey(base, payer.token, t.id, { pay_key: fresh().address })
       expect([again.status, code(again)]).toEqual([422, "NO_LIQUIDITY"])
@@ -315,7 +321,9 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers on
       for (const f of fills) expect(lower(f.fill.payKey)).toBe(handle.payKey.address.toLowerCase())
       expect((yield* state(t.id)).pay_key).toBe(handle.payKey.address.toLowerCase())
 
-      // Set once: the same key again answers the intent unchanged; another key is a conflict.
+      // Set once: the same key again answers the intent unchanged, whatever the account's access since (access
+      // gates a new commitment only); another key is a conflict.
+      yield* sql`update accounts set access = 'suspended' where master = ${payer.address}`
       const same = yield* putKey(base, payer.token, t.id, { pay_key: handle.payKey.address })
       expect(same.status, same.text).toBe(200)
       expect((same.json as TransferView).take_id).toBe(handle.takeId)
