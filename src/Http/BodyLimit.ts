@@ -134,7 +134,8 @@ export const limitBody =
         }),
       ).modify({
         url: request.url,
-        ...Option.match(request.remoteAddress, { onNone: () => ({}), onSome: (a) => ({ remoteAddress: a }) }),
+        // The raw socket's address, which ClientIdentity reads from a rebuilt request (it has no socket).
+        ...(source.socket?.remoteAddress === undefined ? {} : { remoteAddress: source.socket.remoteAddress }),
       })
       return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, buffered)
     })

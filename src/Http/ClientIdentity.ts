@@ -1,6 +1,7 @@
+import { IncomingMessage } from "node:http"
 import type { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../Config.ts"
 import { type Client, resolveClient, trustedProxies } from "../Domain/ClientAddress.ts"
 
@@ -10,6 +11,16 @@ import { type Client, resolveClient, trustedProxies } from "../Domain/ClientAddr
  * the raw socket's, so no framework middleware that rewrites `remoteAddress` from a header can
  * change it; `X-Forwarded-For` counts only from the deployment's `trusted_proxies`.
  */
+/**
+ * The raw socket's peer address. A request the body limit rebuilt after buffering a chunked body
+ * (src/Http/BodyLimit.ts) has no Node message behind it; it carries the original socket's address as its
+ * `remoteAddress`, set there and nowhere else.
+ */
+const peerAddress = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const source = NodeHttpServerRequest.toIncomingMessage(request)
+  return source instanceof IncomingMessage ? source.socket.remoteAddress : Option.getOrUndefined(request.remoteAddress)
+}
+
 export class ClientIdentity extends Context.Tag("ClientIdentity")<
   ClientIdentity,
   { readonly of: (request: HttpServerRequest.HttpServerRequest) => Client }
@@ -19,11 +30,7 @@ export class ClientIdentity extends Context.Tag("ClientIdentity")<
     return ClientIdentity.of({
       of: (request) => {
         const forwarded = request.headers["x-forwarded-for"]
-        return resolveClient(
-          NodeHttpServerRequest.toIncomingMessage(request).socket.remoteAddress,
-          trusted.configured ? forwarded : undefined,
-          trusted,
-        )
+        return resolveClient(peerAddress(request), trusted.configured ? forwarded : undefined, trusted)
       },
     })
   }
