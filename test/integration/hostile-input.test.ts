@@ -131,74 +131,76 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("deeply neste
     }),
   )
 
-  it.effect("a NUL in a string, a malformed multipart body, a GET with a chunked body, a chunked challenge: never 5xx", () =>
-    Effect.gen(function* () {
-      const base = yield* baseUrl
-      const token = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
-      const refusal = (res: { status: number; text: string; json: unknown }, message: string) => {
-        expect(res.status, res.text.slice(0, 300)).toBe(400)
-        const body = res.json as { error: { code: string; message: string; retryable: boolean } }
-        expect(body.error).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
-        expect(body.error.message).toContain(message)
-      }
-      // PostgreSQL refuses U+0000 in text: a credential label holding it was a failed insert, 500 INTERNAL.
-      const identity = yield* registerIdentity(base, token, privateKeyToAccount(generatePrivateKey()))
-      const before = yield* counts
-      const nul = JSON.stringify({ quote_identity_id: identity.id, scopes: ["quote"], label: "a\u0000b" })
-      expect(nul).toContain("\\u0000")
-      for (const chunked of [false, true]) {
-        const res = yield* rawRequest(`${base}/v1/credentials`, {
-          method: "POST",
-          headers: { ...json, ...bearer(token) },
-          body: nul,
-          chunked,
-        })
-        refusal(res, "U+0000")
-      }
-      // A literal backslash before "u0000" is no NUL: the schema judges that body (not an address), not this rule.
-      const backslash = yield* post(`${base}/v1/auth/challenge`, { address: "\\u0000" })
-      expect(backslash.status).toBe(400)
-      expect((backslash.json as { error: { message: string } }).error.message).not.toContain("U+0000")
-      // Multipart without a boundary was a defect in the platform's parser (500). Every payload is JSON: any
-      // multipart body is refused before it is parsed (and, like a too deep one, before its bearer is checked).
-      const multipart = "--x\r\ncontent-disposition: form-data; name=a\r\n\r\n1\r\n--x--\r\n"
-      for (const [path, headers] of [
-        ["/v1/auth/challenge", {}],
-        ["/v1/orders", bearer(token)],
-        ["/v1/orders", bearer("not-a-session")],
-      ] as const) {
-        for (const type of ["multipart/form-data", "multipart/form-data; boundary=x", "Multipart/Mixed"]) {
-          for (const body of [multipart, ""]) {
-            const res = yield* rawRequest(`${base}${path}`, {
-              method: "POST",
-              headers: { ...headers, "content-type": type },
-              body,
-            })
-            refusal(res, "multipart bodies are not accepted")
+  it.effect(
+    "a NUL in a string, a malformed multipart body, a GET with a chunked body, a chunked challenge: never 5xx",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const token = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+        const refusal = (res: { status: number; text: string; json: unknown }, message: string) => {
+          expect(res.status, res.text.slice(0, 300)).toBe(400)
+          const body = res.json as { error: { code: string; message: string; retryable: boolean } }
+          expect(body.error).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
+          expect(body.error.message).toContain(message)
+        }
+        // PostgreSQL refuses U+0000 in text: a credential label holding it was a failed insert, 500 INTERNAL.
+        const identity = yield* registerIdentity(base, token, privateKeyToAccount(generatePrivateKey()))
+        const before = yield* counts
+        const nul = JSON.stringify({ quote_identity_id: identity.id, scopes: ["quote"], label: "a\u0000b" })
+        expect(nul).toContain("\\u0000")
+        for (const chunked of [false, true]) {
+          const res = yield* rawRequest(`${base}/v1/credentials`, {
+            method: "POST",
+            headers: { ...json, ...bearer(token) },
+            body: nul,
+            chunked,
+          })
+          refusal(res, "U+0000")
+        }
+        // A literal backslash before "u0000" is no NUL: the schema judges that body (not an address), not this rule.
+        const backslash = yield* post(`${base}/v1/auth/challenge`, { address: "\\u0000" })
+        expect(backslash.status).toBe(400)
+        expect((backslash.json as { error: { message: string } }).error.message).not.toContain("U+0000")
+        // Multipart without a boundary was a defect in the platform's parser (500). Every payload is JSON: any
+        // multipart body is refused before it is parsed (and, like a too deep one, before its bearer is checked).
+        const multipart = "--x\r\ncontent-disposition: form-data; name=a\r\n\r\n1\r\n--x--\r\n"
+        for (const [path, headers] of [
+          ["/v1/auth/challenge", {}],
+          ["/v1/orders", bearer(token)],
+          ["/v1/orders", bearer("not-a-session")],
+        ] as const) {
+          for (const type of ["multipart/form-data", "multipart/form-data; boundary=x", "Multipart/Mixed"]) {
+            for (const body of [multipart, ""]) {
+              const res = yield* rawRequest(`${base}${path}`, {
+                method: "POST",
+                headers: { ...headers, "content-type": type },
+                body,
+              })
+              refusal(res, "multipart bodies are not accepted")
+            }
           }
         }
-      }
-      // A GET with a chunked body: the Request the body limit rebuilt refused a body on GET (500). It is ignored.
-      const get = yield* rawRequest(`${base}/v1/info`, {
-        headers: { "transfer-encoding": "chunked" },
-        body: "{}",
-        chunked: true,
-      })
-      expect(get.status, get.text.slice(0, 300)).toBe(200)
-      expect(get.json).toHaveProperty("settlement")
-      expect(yield* counts).toEqual(before)
-      // A well-formed chunked body on a route that budgets by client address: the rebuilt request has no socket,
-      // and reading its peer address was a defect (500). It carries the socket's address instead.
-      const address = privateKeyToAccount(generatePrivateKey()).address
-      const challenge = yield* rawRequest(`${base}/v1/auth/challenge`, {
-        method: "POST",
-        headers: json,
-        body: JSON.stringify({ address }),
-        chunked: true,
-      })
-      expect(challenge.status, challenge.text.slice(0, 300)).toBe(200)
-      expect((challenge.json as { message: string }).message).toContain(address)
-    }),
+        // A GET with a chunked body: the Request the body limit rebuilt refused a body on GET (500). It is ignored.
+        const get = yield* rawRequest(`${base}/v1/info`, {
+          headers: { "transfer-encoding": "chunked" },
+          body: "{}",
+          chunked: true,
+        })
+        expect(get.status, get.text.slice(0, 300)).toBe(200)
+        expect(get.json).toHaveProperty("settlement")
+        expect(yield* counts).toEqual(before)
+        // A well-formed chunked body on a route that budgets by client address: the rebuilt request has no socket,
+        // and reading its peer address was a defect (500). It carries the socket's address instead.
+        const address = privateKeyToAccount(generatePrivateKey()).address
+        const challenge = yield* rawRequest(`${base}/v1/auth/challenge`, {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify({ address }),
+          chunked: true,
+        })
+        expect(challenge.status, challenge.text.slice(0, 300)).toBe(200)
+        expect((challenge.json as { message: string }).message).toContain(address)
+      }),
   )
 
   it.effect("a deeply nested subscription frame is a protocol_error on the stream", () =>

@@ -246,15 +246,14 @@ describe("Transfers service", () => {
         ])
         for (const bad of [id, "nope"]) {
           expect(failurePair(yield* Effect.exit(transfers.cancel(me, bad)))).toEqual(["NotFound", "no such transfer"])
-          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, bad, fresh().address)))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, bad, fresh().address, Effect.void)))).toEqual([
             "NotFound",
             "no such transfer",
           ])
         }
-        expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, id, `0x${"0".repeat(40)}`)))).toEqual([
-          "InvalidRequest",
-          "pay_key must not be zero",
-        ])
+        expect(
+          failurePair(yield* Effect.exit(transfers.givePayKey(me, id, `0x${"0".repeat(40)}`, Effect.void))),
+        ).toEqual(["InvalidRequest", "pay_key must not be zero"])
         expect(yield* counts).toEqual(before)
       }),
     )
@@ -307,7 +306,7 @@ describe("Transfers service", () => {
           "StateConflict",
           `the transfer's take ${t.take_id} is already created; it can no longer be cancelled`,
         ])
-        expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
+        expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address, Effect.void)))).toEqual([
           "InvalidRequest",
           "this transfer's take is on settlement v1: it names no pay key",
         ])
@@ -374,7 +373,7 @@ describe("Transfers service", () => {
 
           const key = fresh().address
           const before = yield* counts
-          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, key)))).toEqual([
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, key, Effect.void)))).toEqual([
             "NoLiquidity",
             "no live quote can fill this take now",
           ])
@@ -382,7 +381,7 @@ describe("Transfers service", () => {
           expect((yield* row)[0]!.pay_key).toBeNull()
 
           yield* only([yield* maker({ v2: true })])
-          const keyed = yield* transfers.givePayKey(me, t.id, key)
+          const keyed = yield* transfers.givePayKey(me, t.id, key, Effect.void)
           expect(keyed.take_id).toMatch(/^[0-9a-f-]{36}$/)
           expect((yield* row)[0]!.pay_key).toBe(key.toLowerCase())
           const [take] = yield* sql<{ pay_key_address: string; escrow_version: number }>`
@@ -396,11 +395,10 @@ describe("Transfers service", () => {
 
           // The same key again: unchanged; another key: 409; nothing new either way.
           const after = yield* counts
-          expect(yield* transfers.givePayKey(me, t.id, key.toLowerCase())).toEqual(keyed)
-          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address)))).toEqual([
-            "StateConflict",
-            "another pay key was already given for this transfer's take",
-          ])
+          expect(yield* transfers.givePayKey(me, t.id, key.toLowerCase(), Effect.void)).toEqual(keyed)
+          expect(failurePair(yield* Effect.exit(transfers.givePayKey(me, t.id, fresh().address, Effect.void)))).toEqual(
+            ["StateConflict", "another pay key was already given for this transfer's take"],
+          )
           expect(yield* counts).toEqual(after)
         }),
       ),
