@@ -1,13 +1,42 @@
 import type { Duplex } from "node:stream"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
-import { UpgradeRequired } from "../Domain/Errors.ts"
+import { Duration, Effect, Layer, Option } from "effect"
+import { InvalidRequest, UpgradeRequired } from "../Domain/Errors.ts"
 import { Stream } from "../Stream.ts"
 import { ClientIdentity } from "./ClientIdentity.ts"
 import { envelopeResponse } from "./Envelope.ts"
 
 export const STREAM_PATH = "/v1/stream"
+
+/** RFC 6455 tokens (`ws`'s rule for a subprotocol name). */
+const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+"
+const PROTOCOLS = new RegExp(`^${TOKEN}(?:[ \t]*,[ \t]*${TOKEN})*$`)
+
+/**
+ * Why `ws` would refuse this handshake, checked first: `ws` answers those itself (a text 400, not the envelope)
+ * and the platform's upgrade then never resumes, leaving the request's fiber suspended. At least as strict as
+ * `ws` 8's handleUpgrade: a key of 16 bytes in base64, version 13 or 8, well-formed distinct subprotocols.
+ */
+const handshakeProblem = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const key = request.headers["sec-websocket-key"]
+  if (key === undefined || !/^[+/0-9A-Za-z]{22}==$/.test(key)) {
+    return "Sec-WebSocket-Key is missing or is not 16 bytes in base64"
+  }
+  const version = request.headers["sec-websocket-version"]
+  if (version !== "13" && version !== "8") return "Sec-WebSocket-Version must be 13"
+  const protocols = request.headers["sec-websocket-protocol"]
+  if (protocols !== undefined) {
+    const names = protocols.split(",").map((p) => p.trim())
+    if (!PROTOCOLS.test(protocols) || new Set(names).size !== names.length) {
+      return "Sec-WebSocket-Protocol is not a list of distinct tokens"
+    }
+  }
+  return undefined
+}
+
+/** A backstop: an upgrade `ws` aborted anyway never resumes; the request's fiber ends after this. */
+const UPGRADE_TIMEOUT = Duration.seconds(10)
 
 /**
  * `GET /v1/stream`: the WebSocket of live events (spec Events, DESIGN §9), served by the platform's
@@ -26,7 +55,14 @@ const streamRoute = HttpApiBuilder.Router.use((router) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const upgradeRequested = request.headers.upgrade?.toLowerCase() === "websocket"
-        const socket = upgradeRequested ? yield* Effect.option(request.upgrade) : Option.none()
+        const problem = upgradeRequested ? handshakeProblem(request) : undefined
+        if (problem !== undefined) return yield* envelopeResponse(new InvalidRequest({ message: problem }))
+        const socket = upgradeRequested
+          ? yield* request.upgrade.pipe(
+              Effect.timeoutOption(UPGRADE_TIMEOUT),
+              Effect.catchAll(() => Effect.succeedNone),
+            )
+          : Option.none()
         if (Option.isNone(socket)) {
           return yield* envelopeResponse(
             new UpgradeRequired({

@@ -1,3 +1,4 @@
+import { connect as tcpConnect } from "node:net"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TestDatabaseLive } from "../support/Database.ts"
@@ -29,6 +30,38 @@ const expectEnvelope = (
   return body.error
 }
 
+/**
+ * One GET /v1/stream handshake over a raw socket (Node's client hangs up on a non-101 answer to an upgrade):
+ * the status, headers and body of the answer.
+ */
+const rawHandshake = (base: string, headers: Record<string, string>) =>
+  Effect.promise(
+    () =>
+      new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
+        const socket = tcpConnect(Number(new URL(base).port), "127.0.0.1")
+        let buffer = Buffer.alloc(0)
+        socket.on("error", reject)
+        const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`)
+        socket.write(`GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.join("")}\r\n`)
+        socket.on("data", (data: Buffer) => {
+          buffer = Buffer.concat([buffer, data])
+          const end = buffer.indexOf("\r\n\r\n")
+          if (end < 0) return
+          const [statusLine, ...rest] = buffer.subarray(0, end).toString("latin1").split("\r\n")
+          const head: Record<string, string> = {}
+          for (const line of rest) {
+            const i = line.indexOf(":")
+            head[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
+          }
+          const status = Number(statusLine!.split(" ")[1])
+          const body = buffer.subarray(end + 4)
+          if (status !== 101 && body.length < Number(head["content-length"] ?? 0)) return
+          socket.destroy()
+          resolve({ status, headers: head, body: body.toString("utf8") })
+        })
+      }),
+  )
+
 layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelope and wire rules", (it) => {
   it.effect("success responses carry x-request-id (UUID) and x-server-time (Unix ms)", () =>
     Effect.gen(function* () {
@@ -53,6 +86,42 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelop
       expect(expectEnvelope(err, 404, "NOT_FOUND").request_id).toBe(mine)
       const bad = yield* rawRequest(`${base}/v1/info`, { headers: { "x-request-id": "not-a-uuid" } })
       expect(bad.headers["x-request-id"]).toMatch(UUID)
+    }),
+  )
+
+  it.effect("a WebSocket handshake ws would refuse answers 400 INVALID_REQUEST in the envelope, not ws's text", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const key = "dGhlIHNhbXBsZSBub25jZQ=="
+      const handshake = { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Version": "13" }
+      const cases: Array<[string, Record<string, string>, string]> = [
+        ["no key", handshake, "Sec-WebSocket-Key"],
+        ["a short key", { ...handshake, "Sec-WebSocket-Key": "c2hvcnQ=" }, "Sec-WebSocket-Key"],
+        ["version 99", { ...handshake, "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "99" }, "Version"],
+        ["no version", { Connection: "Upgrade", Upgrade: "websocket", "Sec-WebSocket-Key": key }, "Version"],
+        [
+          "a bad protocol list",
+          { ...handshake, "Sec-WebSocket-Key": key, "Sec-WebSocket-Protocol": "a b" },
+          "Protocol",
+        ],
+        [
+          "a duplicated protocol",
+          { ...handshake, "Sec-WebSocket-Key": key, "Sec-WebSocket-Protocol": "a, a" },
+          "Protocol",
+        ],
+      ]
+      for (const [what, headers, names] of cases) {
+        const res = yield* rawHandshake(base, headers)
+        expect(res.status, `${what}: ${res.body}`).toBe(400)
+        expect(res.headers["content-type"], what).toContain("application/json")
+        const error = (JSON.parse(res.body) as { error: Record<string, unknown> }).error
+        expect(error, what).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
+        expect(error.message, what).toContain(names)
+        expect(res.headers["x-request-id"], what).toBe(error.request_id)
+      }
+      // A well-formed one still switches protocols.
+      const good = yield* rawHandshake(base, { ...handshake, "Sec-WebSocket-Key": key })
+      expect(good.status).toBe(101)
     }),
   )
 
