@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
 import { Effect, Schema } from "effect"
-import { ServiceUnavailable } from "../Domain/Errors.ts"
+import { InvalidRequest, ServiceUnavailable } from "../Domain/Errors.ts"
 import { HealthDegraded } from "../Domain/Health.ts"
 import { acceptRequestId, CurrentRequestId } from "../Domain/RequestId.ts"
 import { encodeEnvelope } from "./Errors.ts"
@@ -47,7 +48,11 @@ const earlyAnswer = (path: string, id: string, now: Date): { readonly status: nu
  * and request id; never the path, which can hold ids).
  */
 export const startingServer =
-  (early: (method: string, status: number, requestId: string) => void = () => undefined) =>
+  (
+    early: (method: string, status: number, requestId: string) => void = () => undefined,
+    // A request node's parser refused (answered here, never seen by the app): its request id and why.
+    refused: (requestId: string, reason: string) => void = () => undefined,
+  ) =>
   (): Server => {
     const server = createServer()
     const answer = (req: IncomingMessage, res: ServerResponse) => {
@@ -68,6 +73,32 @@ export const startingServer =
       early(req.method ?? "", status, id)
     }
     server.on("request", answer)
+    // An `Expect` other than 100-continue: served as if it were absent (RFC 9110 lets a server ignore it), not
+    // node's bare 417.
+    server.on("checkExpectation", (req, res) => server.emit("request", req, res))
+    // A request node's parser refuses (malformed, headers over its limit) never reaches the app: answer it in the
+    // envelope here, not with node's bare status line.
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+      if (!socket.writable || error.code === "ECONNRESET") {
+        socket.destroy()
+        return
+      }
+      const id = randomUUID()
+      const message =
+        error.code === "HPE_HEADER_OVERFLOW"
+          ? "the request's headers are too large"
+          : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+            ? "the request was not received in time"
+            : "malformed HTTP request"
+      const text = JSON.stringify(
+        Effect.runSync(Effect.locally(encodeEnvelope(new InvalidRequest({ message })), CurrentRequestId, id)),
+      )
+      socket.end(
+        `HTTP/1.1 ${InvalidRequest.status} Bad Request\r\nconnection: close\r\ncontent-type: application/json\r\n` +
+          `content-length: ${Buffer.byteLength(text)}\r\nx-request-id: ${id}\r\nx-server-time: ${Date.now()}\r\n\r\n${text}`,
+      )
+      refused(id, error.code ?? "unknown")
+    })
     const attached = (event: string | symbol) => {
       if (event !== "request") return
       server.off("request", answer)

@@ -31,18 +31,17 @@ const expectEnvelope = (
 }
 
 /**
- * One GET /v1/stream handshake over a raw socket (Node's client hangs up on a non-101 answer to an upgrade):
- * the status, headers and body of the answer.
+ * One request written as raw bytes, and the status, headers and body of its answer (read until Content-Length;
+ * a 101 has none). Node's client hangs up on a non-101 answer to an upgrade, and refuses to send malformed requests.
  */
-const rawHandshake = (base: string, headers: Record<string, string>) =>
+const rawExchange = (base: string, request: string) =>
   Effect.promise(
     () =>
       new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
         const socket = tcpConnect(Number(new URL(base).port), "127.0.0.1")
         let buffer = Buffer.alloc(0)
         socket.on("error", reject)
-        const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`)
-        socket.write(`GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.join("")}\r\n`)
+        socket.write(request)
         socket.on("data", (data: Buffer) => {
           buffer = Buffer.concat([buffer, data])
           const end = buffer.indexOf("\r\n\r\n")
@@ -60,6 +59,15 @@ const rawHandshake = (base: string, headers: Record<string, string>) =>
           resolve({ status, headers: head, body: body.toString("utf8") })
         })
       }),
+  )
+
+/** One GET /v1/stream handshake with these headers. */
+const rawHandshake = (base: string, headers: Record<string, string>) =>
+  rawExchange(
+    base,
+    `GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join("")}\r\n`,
   )
 
 layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelope and wire rules", (it) => {
@@ -123,6 +131,43 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelop
       const good = yield* rawHandshake(base, { ...handshake, "Sec-WebSocket-Key": key })
       expect(good.status).toBe(101)
     }),
+  )
+
+  it.effect(
+    "requests node's parser refuses answer 400 INVALID_REQUEST in the envelope; an unknown Expect is ignored",
+    () =>
+      Effect.gen(function* () {
+        const base = yield* baseUrl
+        const cases: Array<[string, string, string]> = [
+          [
+            "headers over node's limit",
+            `GET /v1/info HTTP/1.1\r\nHost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`,
+            "headers are too large",
+          ],
+          [
+            "a control character in a header",
+            "GET /v1/info HTTP/1.1\r\nHost: x\r\nx-bad: a\u0001b\r\n\r\n",
+            "malformed",
+          ],
+          [
+            "Content-Length and Transfer-Encoding",
+            "POST /v1/auth/challenge HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "malformed",
+          ],
+        ]
+        for (const [what, request, message] of cases) {
+          const res = yield* rawExchange(base, request)
+          expect(res.status, `${what}: ${res.body}`).toBe(400)
+          expect(res.headers["content-type"], what).toBe("application/json")
+          const error = (JSON.parse(res.body) as { error: Record<string, unknown> }).error
+          expect(error, what).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
+          expect(error.message, what).toContain(message)
+          expect(res.headers["x-request-id"], what).toBe(error.request_id)
+        }
+        const expecting = yield* rawExchange(base, "GET /v1/info HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n")
+        expect(expecting.status, expecting.body).toBe(200)
+        expect(JSON.parse(expecting.body)).toHaveProperty("settlement")
+      }),
   )
 
   it.effect("unknown fields are rejected, at the top level and nested", () =>
