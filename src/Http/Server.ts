@@ -132,7 +132,9 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         // The platform's span per request costs a stack capture (with source maps under tsx, most of the
         // request's CPU time) and records the full URL: the global middleware makes its own when tracing.
         HttpMiddleware.withTracerDisabledWhen(() => true),
-        Layer.provideMerge(NodeHttpServer.layer(startingServer(early, refused), { port: options.port, host: options.host })),
+        Layer.provideMerge(
+          NodeHttpServer.layer(startingServer(early, refused), { port: options.port, host: options.host }),
+        ),
       )
       // Announced only once the app is attached: the socket listens as soon as the server is built, and a
       // request that arrives before the app is served is only answered 503 (StartingServer.ts).
