@@ -73,30 +73,44 @@ export const startingServer =
       early(req.method ?? "", status, id)
     }
     server.on("request", answer)
-    // An `Expect` other than 100-continue: served as if it were absent (RFC 9110 lets a server ignore it), not
-    // node's bare 417.
-    server.on("checkExpectation", (req, res) => server.emit("request", req, res))
-    // A request node's parser refuses (malformed, headers over its limit) never reaches the app: answer it in the
-    // envelope here, not with node's bare status line.
+    // Requests node refuses before any app sees them get the envelope (through the one encoder), not node's bare
+    // status line: an `Expect` other than 100-continue (node's 417), and what its parser rejects (malformed, headers
+    // over its limit). Both are refusals, never answers to a route, and close the connection.
+    const refusal = (id: string, message: string) => {
+      const text = JSON.stringify(
+        Effect.runSync(Effect.locally(encodeEnvelope(new InvalidRequest({ message })), CurrentRequestId, id)),
+      )
+      const head = {
+        connection: "close",
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(text)),
+        "x-request-id": id,
+        "x-server-time": String(Date.now()),
+      }
+      return { text, head }
+    }
+    server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+      const id = randomUUID()
+      const { text, head } = refusal(id, "Expect supports only 100-continue")
+      res.writeHead(InvalidRequest.status, head).end(text)
+      refused(id, "expectation")
+    })
     server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
       if (!socket.writable || error.code === "ECONNRESET") {
         socket.destroy()
         return
       }
       const id = randomUUID()
-      const message =
+      const { text, head } = refusal(
+        id,
         error.code === "HPE_HEADER_OVERFLOW"
           ? "the request's headers are too large"
           : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
             ? "the request was not received in time"
-            : "malformed HTTP request"
-      const text = JSON.stringify(
-        Effect.runSync(Effect.locally(encodeEnvelope(new InvalidRequest({ message })), CurrentRequestId, id)),
+            : "malformed HTTP request",
       )
-      socket.end(
-        `HTTP/1.1 ${InvalidRequest.status} Bad Request\r\nconnection: close\r\ncontent-type: application/json\r\n` +
-          `content-length: ${Buffer.byteLength(text)}\r\nx-request-id: ${id}\r\nx-server-time: ${Date.now()}\r\n\r\n${text}`,
-      )
+      const lines = Object.entries(head).map(([k, v]) => `${k}: ${v}\r\n`)
+      socket.end(`HTTP/1.1 ${InvalidRequest.status} Bad Request\r\n${lines.join("")}\r\n${text}`)
       refused(id, error.code ?? "unknown")
     })
     const attached = (event: string | symbol) => {
