@@ -31,14 +31,14 @@ import {
   microsFromMillis,
   withdrawalReplayableUntilMs,
 } from "./AsterNonce.ts"
-import { parseAgentApproval, parseWithdrawAction, withdrawParams } from "./AsterSignedPayloads.ts"
+import { parseAgentApproval, parseWithdrawAction, withdrawParams } from "../Domain/AsterSignedPayloads.ts"
 import {
   ASTER_CHAIN_NAMES,
   agentApprovalMessage,
   agentApprovalTypedData,
   messageTypedData,
   withdrawActionTypedData,
-} from "./AsterTypedData.ts"
+} from "../Domain/AsterTypedData.ts"
 import { fromWholeTokens, isValidDecimals, normalizeWholeTokens, withdrawalAmount } from "./DecimalAmount.ts"
 import {
   type AgentApproval,

@@ -8,7 +8,9 @@
  * integers, asset names and plain decimals, for which every common encoder agrees; the encoder below is
  * `quote_plus` (unreserved `A–Z a–z 0–9 _ . - ~` kept, space → "+", everything else %XX of UTF-8).
  */
-export type FormPairs = ReadonlyArray<readonly [string, string]>
+import type { FormPairs } from "../Domain/AsterSignedPayloads.ts"
+
+export type { FormPairs }
 
 const UNRESERVED = /[A-Za-z0-9_.\-~]/
 

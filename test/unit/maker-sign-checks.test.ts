@@ -22,7 +22,7 @@ import {
   agentApprovalMessage,
   agentApprovalTypedData,
   withdrawActionTypedData,
-} from "../../src/Venues/AsterTypedData.ts"
+} from "../../src/Domain/AsterTypedData.ts"
 import { sendAssetTypedData, USDC_SYSTEM_ADDRESS } from "../../src/Venues/HyperliquidTypedData.ts"
 
 const addr = (n: number) => getAddress(`0x${n.toString(16).padStart(40, "0")}`)

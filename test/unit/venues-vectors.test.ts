@@ -23,7 +23,7 @@ import {
   agentApprovalMessage,
   agentApprovalTypedData,
   withdrawActionTypedData,
-} from "../../src/Venues/AsterTypedData.ts"
+} from "../../src/Domain/AsterTypedData.ts"
 import { toWholeTokens } from "../../src/Venues/DecimalAmount.ts"
 import {
   CORE_WRITER_ADDRESS,

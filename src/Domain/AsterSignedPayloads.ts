@@ -4,8 +4,9 @@
  */
 import { Either } from "effect"
 import type { Address } from "viem"
-import { asAddress, asSafeInteger, readEnvelope, sameFields, ZERO_ADDRESS } from "../Domain/TypedData.ts"
-import type { FormPairs } from "./AsterForm.ts"
+import { asAddress, asSafeInteger, readEnvelope, sameFields, ZERO_ADDRESS } from "./TypedData.ts"
+/** Form fields in the order they are sent (src/Venues/AsterForm.ts encodes them). */
+export type FormPairs = ReadonlyArray<readonly [string, string]>
 import {
   ACTION_FIELDS,
   AGENT_APPROVAL_KEYS,

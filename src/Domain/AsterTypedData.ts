@@ -21,7 +21,7 @@ import {
   type TypedDataField,
   type TypedDataObject,
   zeroContractDomain,
-} from "../Domain/TypedData.ts"
+} from "./TypedData.ts"
 
 export const ASTER_SIGN_TRANSACTION = "AsterSignTransaction"
 export const ASTER_WITHDRAW_DOMAIN = "Aster"
