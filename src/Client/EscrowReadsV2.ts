@@ -118,6 +118,13 @@ export const finalSnapshot = async (client: ChainReader): Promise<FinalSnapshot>
   return { chainId, blockNumber: block.number, timestamp: block.timestamp }
 }
 
+/** The same at the endpoint's latest block (reads whose result needs no finality, e.g. a secret checked by hash). */
+export const latestSnapshot = async (client: ChainReader): Promise<FinalSnapshot> => {
+  const [chainId, block] = await Promise.all([client.getChainId(), client.getBlock({ blockTag: "latest" })])
+  if (block.number === null) throw new Error("the endpoint returned a latest block without a number")
+  return { chainId, blockNumber: block.number, timestamp: block.timestamp }
+}
+
 const stateOf = <S extends string>(states: ReadonlyArray<S>, n: number, what: string): S => {
   const s = states[n]
   if (s === undefined) throw new Error(`unknown ${what} state ${n}`)

@@ -5,10 +5,13 @@
  * within a grace period after the reveal (stopped, behind), the taker's client sends the claim itself, so the
  * recipient's funds never depend on the service once the payer has paid.
  *
- * Rules: the secret is taken only from a `PaymentClaimed` log of the reviewed taker escrow at or below a FINALIZED
- * block of the client's own taker-chain endpoint, for a payment that reads Claimed there, and only if it opens the
- * Fill's hashlock; nothing is sent before that, nor when less than `minTimeLeftSeconds` is left before makerExpiry
- * (the claim would revert; the lock refunds to the order then, as the maker's failure to be paid in time would).
+ * Rules: the secret is taken from a `PaymentClaimed` log of the reviewed taker escrow at or below the LATEST block of
+ * the client's own taker-chain endpoint, for a payment that reads Claimed there, and only if it opens the Fill's
+ * hashlock (keccak256(secret) == hashlock proves it, final or not: a reveal reorged away still opens the lock, and
+ * waiting for the taker chain's finality could outlast the claim window when the maker reveals late). Nothing is
+ * sent before that, nor when less than `minTimeLeftSeconds` is left before makerExpiry (the claim would revert; the
+ * lock refunds to the order then). The grace never runs past makerExpiry − 2 × minTimeLeftSeconds: a maker that
+ * reveals at the last moment cannot run the client's claim out of time.
  * The lock is re-read at the maker chain's LATEST block just before sending (the service may have claimed
  * meanwhile), and a claim that reverts on a lock found Claimed is success: running this again is always safe.
  *
@@ -19,8 +22,8 @@ import { type Address, type Hex, keccak256, type PublicClient, type WalletClient
 import {
   type ChainReader,
   type FinalSnapshot,
-  finalSnapshot,
   type LockView,
+  latestSnapshot,
   readLock,
   readPayment,
 } from "./EscrowReadsV2.ts"
@@ -81,7 +84,10 @@ export const decideClaim = (p: {
     return { send: false, reason: "not_revealed" }
   // The contract refuses block.timestamp >= expiry; the lock's expiry is the Fill's makerExpiry.
   if (p.now + p.minTimeLeftSeconds >= p.lock.expiry) return { send: false, reason: "expired" }
-  const retryAt = p.reveal.revealedAt + p.graceSeconds
+  // The service's grace ends early enough for the client's own claim to be mined before the lock expires.
+  const graceEnds = p.reveal.revealedAt + p.graceSeconds
+  const latestStart = p.lock.expiry - 2n * p.minTimeLeftSeconds
+  const retryAt = graceEnds < latestStart ? graceEnds : latestStart
   if (p.now < retryAt) return { send: false, reason: "grace", retryAt }
   return { send: true, secret: p.reveal.secret }
 }
@@ -110,7 +116,7 @@ const claimAbi = [
   },
 ] as const
 
-/** The client's own taker-chain endpoint: finalized reads and the PaymentClaimed logs. */
+/** The client's own taker-chain endpoint: latest reads and the PaymentClaimed logs. */
 export type RevealReader = ChainReader & Pick<PublicClient, "getLogs">
 /** The client's own maker-chain endpoint: latest reads and the claim's receipt. */
 export type ClaimReader = ChainReader & Pick<PublicClient, "waitForTransactionReceipt">
@@ -175,14 +181,12 @@ const findReveal = async (
 
 /** The lock at the maker chain's latest block, and that block's time. */
 const latestLock = async (maker: ClaimReader, escrow: Address, digest: Hex) => {
-  const [chainId, block] = await Promise.all([maker.getChainId(), maker.getBlock({ blockTag: "latest" })])
-  if (block.number === null) throw new Error("the endpoint returned a latest block without a number")
-  const lock = await readLock(maker, { chainId, blockNumber: block.number, timestamp: block.timestamp }, escrow, digest)
-  return { lock, time: block.timestamp }
+  const at = await latestSnapshot(maker)
+  return { lock: await readLock(maker, at, escrow, digest), time: at.timestamp }
 }
 
 /**
- * For each fill of `take`: when its payment is Claimed at the taker chain's finalized block and its lock is still
+ * For each fill of `take`: when its payment is Claimed at the taker chain's latest block and its lock is still
  * Locked `graceSeconds` after the reveal, sends claim(digest, secret) on the reviewed maker escrow. Run it again
  * until every outcome is final (claimed, already_claimed, expired, lock_state); `grace` says when to come back.
  */
@@ -196,7 +200,7 @@ export const claimIfStalled = async (
   assertCheckedTake(take)
   const graceSeconds = options.graceSeconds ?? DEFAULT_CLAIM_GRACE_SECONDS
   const minTimeLeftSeconds = options.minTimeLeftSeconds ?? DEFAULT_CLAIM_MIN_TIME_LEFT_SECONDS
-  const [atT, makerChainId] = await Promise.all([finalSnapshot(takerChain), makerChain.getChainId()])
+  const [atT, makerChainId] = await Promise.all([latestSnapshot(takerChain), makerChain.getChainId()])
   const chainsOk = atT.chainId === take.intent.takerChainId && makerChainId === take.intent.makerChainId
   const outcomes: Array<ClaimOutcome> = []
   for (const [fill, { digest, fill: f }] of take.fills.entries()) {

@@ -94,20 +94,17 @@ describe("the taker client claims a stalled v2 lock itself", () => {
     const digests = take.fills.map((f) => f.digest)
     const before = await tokenBalance(M, recipient.address)
 
-    // Revealed at latest only: not final on the client's taker endpoint, nothing sent.
+    // Revealed at latest only, not final on the client's taker endpoint: the secret opens the hashlock, so it counts
+    // (waiting for the taker chain's finality could outlast the claim window). Within the grace the service may still
+    // claim. Fill 1 is not revealed at all.
     const revealedAt = await reveal(take, 0, false)
-    expect((await run(take, { now: () => revealedAt + 3600n })).map((o) => o.reason)).toEqual([
-      "not_revealed",
-      "not_revealed",
-    ])
-    await mine(T)
-    // Final now; within the grace the service may still claim. Fill 1 is not revealed at all.
     const early = await run(take, { now: () => revealedAt })
     expect(early.map((o) => [o.reason, o.retryAt])).toEqual([
       ["grace", revealedAt + DEFAULT_CLAIM_GRACE_SECONDS],
       ["not_revealed", undefined],
     ])
     expect(sent).toEqual([])
+    await mine(T)
 
     // The grace is over, the lock still Locked: the client claims fill 0 itself.
     const late = await run(take, { now: () => revealedAt + DEFAULT_CLAIM_GRACE_SECONDS })
@@ -165,6 +162,25 @@ describe("the taker client claims a stalled v2 lock itself", () => {
     expect(out.map((o) => o.reason)).toEqual(["not_revealed"])
     expect(sent).toEqual([])
     expect(await lockState(take.fills[0]!.digest)).toBe("Locked")
+  })
+
+  it("a reveal too late for the whole grace: the grace ends in time for the client's own claim", async () => {
+    const take = await paidTake([6], 150_000n)
+    const f = take.fills[0]!
+    await reveal(take, 0)
+    // A grace longer than what is left before makerExpiry (as a maker revealing at takerExpiry − 1 makes it): it
+    // ends at makerExpiry − 2 × the minimum time left, when a claim can still be mined.
+    const options = { graceSeconds: 10n ** 9n, minTimeLeftSeconds: 30n }
+    const latestStart = f.fill.makerExpiry - 60n
+    const before = await run(take, { ...options, now: () => latestStart - 1n })
+    expect(before.map((o) => [o.reason, o.retryAt])).toEqual([["grace", latestStart]])
+    expect(sent).toEqual([])
+    const out = await run(take, { ...options, now: () => latestStart })
+    expect(out.map((o) => o.reason)).toEqual(["claimed"])
+    expect(sent).toEqual([f.digest])
+    await mine(M)
+    expect(await lockState(f.digest)).toBe("Claimed")
+    sent.length = 0
   })
 
   it("past makerExpiry (or too close to it): nothing is sent, though the secret is public", async () => {
