@@ -22,6 +22,7 @@ import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClient
 import { Clock, Data, Duration, Effect, Option, ParseResult, Schedule, Schema } from "effect"
 import { ServiceUnavailable } from "../Domain/Errors.ts"
 import { Api } from "../Http/Api.ts"
+import { linkProblem, signInProblem } from "./SignChecks.ts"
 
 /** The service answered with an error (its envelope's code and message), or with a body the contract rejects. */
 export class ApiError extends Data.TaggedError("ApiError")<{
@@ -209,11 +210,27 @@ export interface MessageSigner {
   readonly signTypedData?: (typed: any) => Promise<`0x${string}`>
 }
 
-/** Sign-in with Ethereum: the challenge's message personal_signed exactly as given, then verify. */
-export const signIn = (baseUrl: string, account: MessageSigner) =>
+/** What the sign-in and link helpers check the service's challenge against (src/Client/SignChecks.ts). */
+export interface SignInOptions {
+  /** The application origin the service signs users in for (the SIWE domain and URI); unchecked when omitted. */
+  readonly appOrigin?: string | undefined
+}
+
+/** A challenge the wallet must not sign: refused here, nothing signed. */
+const unsafe = (what: string, why: string) =>
+  new ApiError({ status: 0, code: "UNSAFE_TO_SIGN", message: `refusing to sign the ${what}: ${why}`, retryable: false })
+
+/**
+ * Sign-in with Ethereum: the challenge's message, checked (an EIP-4361 message for this address, not expired, and
+ * for `appOrigin` when given), personal_signed exactly as given, then verify.
+ */
+export const signIn = (baseUrl: string, account: MessageSigner, options: SignInOptions = {}) =>
   Effect.gen(function* () {
     const client = yield* makeApiClient(baseUrl)
     const challenge = yield* request(client.auth.challenge({ payload: { address: account.address } }))
+    const nowMs = yield* Clock.currentTimeMillis
+    const problem = signInProblem(challenge.message, { address: account.address, appOrigin: options.appOrigin, nowMs })
+    if (problem !== undefined) return yield* unsafe("sign-in message", problem)
     const signature = yield* Effect.tryPromise({
       try: () => account.signMessage({ message: challenge.message }),
       catch: () => new ApiError({ status: 0, code: "SIGNER", message: "the wallet did not sign", retryable: false }),
@@ -223,9 +240,16 @@ export const signIn = (baseUrl: string, account: MessageSigner) =>
 
 /**
  * Links `account` on `venue` for the session: its link message (personal_sign), or the venue's agent approval
- * (typed data). An account the session has already linked answers "already linked".
+ * (typed data), each checked first (src/Client/SignChecks.ts linkProblem). An account the session has already
+ * linked answers "already linked".
  */
-export const linkAccount = (baseUrl: string, token: string, account: MessageSigner, venue: string) =>
+export const linkAccount = (
+  baseUrl: string,
+  token: string,
+  account: MessageSigner,
+  venue: string,
+  options: SignInOptions = {},
+) =>
   Effect.gen(function* () {
     const client = yield* makeApiClient(baseUrl, { bearer: token })
     const me = yield* request(client.account.me())
@@ -237,6 +261,14 @@ export const linkAccount = (baseUrl: string, token: string, account: MessageSign
       client.account.linkChallenge({ payload: { venue, address: account.address } as never }),
     )
     const typed = (challenge as { typed_data?: unknown }).typed_data
+    const problem = linkProblem(challenge as { message: string; typed_data?: unknown }, {
+      address: account.address,
+      appOrigin: options.appOrigin,
+      nowMs: yield* Clock.currentTimeMillis,
+      venue,
+      master: me.master_address,
+    })
+    if (problem !== undefined) return yield* unsafe(typed === undefined ? "link message" : "agent approval", problem)
     const signature = yield* Effect.tryPromise({
       try: () =>
         typed === undefined || account.signTypedData === undefined

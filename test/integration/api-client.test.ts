@@ -1,11 +1,16 @@
 // The typed client (src/Client/ApiClient.ts) against the service: SIWE sign-in with a viem account, calls typed by
 // the HttpApi contract, errors decoded by code from the envelope (with the request id), a 429's Retry-After waited
 // out before the call is sent again, and an unreachable service told apart from an answer.
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { Parser } from "@asyncapi/parser"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import { ApiError, ApiUnreachable, makeApiClient, request, signIn } from "../../src/Client/ApiClient.ts"
+import { ApiError, ApiUnreachable, linkAccount, makeApiClient, request, signIn } from "../../src/Client/ApiClient.ts"
+import { buildLinkMessage } from "../../src/Domain/LinkMessage.ts"
+import { permitTypedData } from "../../src/Domain/Permit.ts"
+import { buildSiweMessage } from "../../src/Domain/Siwe.ts"
 import { baseUrl } from "../support/TestServer.ts"
 import { testStackWithChain } from "../support/TestStack.ts"
 
@@ -87,5 +92,122 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("typed API cl
       const e = yield* request(client.info.info()).pipe(Effect.flip)
       expect(e).toBeInstanceOf(ApiUnreachable)
     }),
+  )
+
+  it.effect("a hostile service's challenges are refused before the wallet is asked to sign anything", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const wallet = privateKeyToAccount(generatePrivateKey())
+        const asked: Array<string> = []
+        const spy = {
+          address: wallet.address,
+          signMessage: (args: { message: string }) => {
+            asked.push("message")
+            return wallet.signMessage(args)
+          },
+          // biome-ignore lint/suspicious/noExplicitAny: typed data as the service sent it
+          signTypedData: (typed: any) => {
+            asked.push("typed data")
+            return wallet.signTypedData(typed)
+          },
+        }
+        const now = Date.now()
+        const siwe = (over: { domain?: string; uri?: string; address?: string; expiresMs?: number }) =>
+          buildSiweMessage({
+            domain: over.domain ?? "app.example.com",
+            uri: over.uri ?? "https://app.example.com",
+            chainId: 999,
+            address: over.address ?? wallet.address,
+            nonce: "a".repeat(32),
+            issuedAtMs: now - 3_600_000,
+            expirationTimeMs: over.expiresMs ?? now + 600_000,
+          })
+        const permit = JSON.parse(
+          JSON.stringify(
+            permitTypedData(
+              {
+                name: "USD Coin",
+                version: "2",
+                chainId: 42161,
+                verifyingContract: privateKeyToAccount(generatePrivateKey()).address,
+              },
+              {
+                owner: wallet.address,
+                spender: privateKeyToAccount(generatePrivateKey()).address,
+                value: 2n ** 256n - 1n,
+                nonce: 0n,
+                deadline: 2n ** 256n - 1n,
+              },
+            ),
+            (_k, v) => (typeof v === "bigint" ? v.toString() : v),
+          ),
+        )
+        // The service's answers, one scenario at a time (a test double: the hostile operator).
+        let challenge: Record<string, unknown> = {}
+        const server = createServer((req, res) => {
+          const body =
+            req.url === "/v1/me"
+              ? {
+                  master_address: wallet.address.toLowerCase(),
+                  created_at: new Date(now).toISOString(),
+                  accounts: [],
+                  quote_identity_id: crypto.randomUUID(),
+                  access: "granted",
+                  admin: false,
+                }
+              : { nonce: "a".repeat(32), expires_at: new Date(now + 600_000).toISOString(), ...challenge }
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+          () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve()))),
+        )
+        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        const refused = <A, E extends { readonly _tag: string }, R>(call: Effect.Effect<A, E, R>) =>
+          Effect.map(Effect.flip(call), (e) => {
+            expect(e).toMatchObject({ _tag: "ApiError", code: "UNSAFE_TO_SIGN" })
+            return (e as unknown as ApiError).message
+          })
+        const appOrigin = "https://app.example.com"
+        const signInCases: Array<[string, string, RegExp]> = [
+          ["another site's sign-in", siwe({ domain: "bank.example", uri: "https://bank.example" }), /sign in to/],
+          ["another address", siwe({ address: privateKeyToAccount(generatePrivateKey()).address }), /another address/],
+          ["not a SIWE message", "Please sign: transfer everything", /not a Sign-In/],
+          ["expired", siwe({ expiresMs: now - 1000 }), /expiry/],
+        ]
+        for (const [what, message, why] of signInCases) {
+          challenge = { message }
+          expect(yield* refused(signIn(base, spy, { appOrigin })), what).toMatch(why)
+        }
+        const linkCases: Array<[string, Record<string, unknown>, RegExp]> = [
+          [
+            "a Permit as the agent approval",
+            { message: "approve", typed_data: permit },
+            /agent approval granting nothing/,
+          ],
+          [
+            "a link of another address",
+            {
+              message: buildLinkMessage({
+                domain: "app.example.com",
+                venue: "hyperliquid",
+                address: privateKeyToAccount(generatePrivateKey()).address,
+                master: wallet.address,
+                nonce: "a".repeat(32),
+                issuedAtMs: now,
+                expirationTimeMs: now + 600_000,
+              }),
+            },
+            /another address/,
+          ],
+          ["free text naming the address", { message: `Send all funds of ${wallet.address}` }, /link message/],
+        ]
+        for (const [what, answer, why] of linkCases) {
+          challenge = answer
+          expect(yield* refused(linkAccount(base, "st_x", spy, "hyperliquid", { appOrigin })), what).toMatch(why)
+        }
+        expect(asked).toEqual([])
+      }),
+    ),
   )
 })
