@@ -9,11 +9,11 @@
  */
 import { Either } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, parseUnits } from "viem"
+import { parseAgentApproval, parseWithdrawAction } from "../../src/Domain/AsterSignedPayloads.ts"
 import { fundOrderTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { fundOrderV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { permitTypedData } from "../../src/Domain/Permit.ts"
 import { quoteIdentityRegistrationTypedData } from "../../src/Domain/QuoteIdentityRegistration.ts"
-import { parseAgentApproval, parseWithdrawAction } from "../../src/Domain/AsterSignedPayloads.ts"
 import { parseHyperliquidTransfer } from "../../src/Venues/HyperliquidExchangeWire.ts"
 import { USDC_SYSTEM_ADDRESS } from "../../src/Venues/HyperliquidTypedData.ts"
 import { UsageError } from "./MakerOptions.ts"

@@ -7,6 +7,7 @@ import type { Address } from "viem"
 import { asAddress, asSafeInteger, readEnvelope, sameFields, ZERO_ADDRESS } from "./TypedData.ts"
 /** Form fields in the order they are sent (src/Venues/AsterForm.ts encodes them). */
 export type FormPairs = ReadonlyArray<readonly [string, string]>
+
 import {
   ACTION_FIELDS,
   AGENT_APPROVAL_KEYS,

@@ -16,12 +16,7 @@
  *    withdrawal chain / zero contract. Two field names contain a space; that is part of the signed type.
  */
 import type { Address } from "viem"
-import {
-  EIP712_DOMAIN_FIELDS,
-  type TypedDataField,
-  type TypedDataObject,
-  zeroContractDomain,
-} from "./TypedData.ts"
+import { EIP712_DOMAIN_FIELDS, type TypedDataField, type TypedDataObject, zeroContractDomain } from "./TypedData.ts"
 
 export const ASTER_SIGN_TRANSACTION = "AsterSignTransaction"
 export const ASTER_WITHDRAW_DOMAIN = "Aster"

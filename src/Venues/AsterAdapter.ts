@@ -14,6 +14,14 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Clock, Effect, Either } from "effect"
 import type { Address } from "viem"
+import { parseAgentApproval, parseWithdrawAction, withdrawParams } from "../Domain/AsterSignedPayloads.ts"
+import {
+  ASTER_CHAIN_NAMES,
+  agentApprovalMessage,
+  agentApprovalTypedData,
+  messageTypedData,
+  withdrawActionTypedData,
+} from "../Domain/AsterTypedData.ts"
 import type { AsterAgentResolver } from "./AsterAgent.ts"
 import {
   classifyAsterAnswer,
@@ -31,14 +39,6 @@ import {
   microsFromMillis,
   withdrawalReplayableUntilMs,
 } from "./AsterNonce.ts"
-import { parseAgentApproval, parseWithdrawAction, withdrawParams } from "../Domain/AsterSignedPayloads.ts"
-import {
-  ASTER_CHAIN_NAMES,
-  agentApprovalMessage,
-  agentApprovalTypedData,
-  messageTypedData,
-  withdrawActionTypedData,
-} from "../Domain/AsterTypedData.ts"
 import { fromWholeTokens, isValidDecimals, normalizeWholeTokens, withdrawalAmount } from "./DecimalAmount.ts"
 import {
   type AgentApproval,

@@ -13,16 +13,16 @@ import {
   orderItemsToSign,
   registrationToSign,
 } from "../../infra/maker/SignChecks.ts"
-import { fundOrderTypedData } from "../../src/Domain/EscrowTypedData.ts"
-import { fundOrderV2TypedData, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
-import { permitTypedData } from "../../src/Domain/Permit.ts"
-import { quoteIdentityRegistrationTypedData } from "../../src/Domain/QuoteIdentityRegistration.ts"
-import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import {
   agentApprovalMessage,
   agentApprovalTypedData,
   withdrawActionTypedData,
 } from "../../src/Domain/AsterTypedData.ts"
+import { fundOrderTypedData } from "../../src/Domain/EscrowTypedData.ts"
+import { fundOrderV2TypedData, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { permitTypedData } from "../../src/Domain/Permit.ts"
+import { quoteIdentityRegistrationTypedData } from "../../src/Domain/QuoteIdentityRegistration.ts"
+import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { sendAssetTypedData, USDC_SYSTEM_ADDRESS } from "../../src/Venues/HyperliquidTypedData.ts"
 
 const addr = (n: number) => getAddress(`0x${n.toString(16).padStart(40, "0")}`)

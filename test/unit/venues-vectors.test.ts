@@ -12,6 +12,11 @@ import { Effect, Either } from "effect"
 import { type Address, encodeFunctionData, type Hex, parseSignature, toFunctionSelector } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import {
+  agentApprovalMessage,
+  agentApprovalTypedData,
+  withdrawActionTypedData,
+} from "../../src/Domain/AsterTypedData.ts"
+import {
   domainSeparator,
   encodeType,
   messageStructHash,
@@ -19,11 +24,6 @@ import {
   type TypedDataObject,
   typedDataDigest,
 } from "../../src/Domain/TypedData.ts"
-import {
-  agentApprovalMessage,
-  agentApprovalTypedData,
-  withdrawActionTypedData,
-} from "../../src/Domain/AsterTypedData.ts"
 import { toWholeTokens } from "../../src/Venues/DecimalAmount.ts"
 import {
   CORE_WRITER_ADDRESS,
