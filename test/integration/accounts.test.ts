@@ -29,6 +29,21 @@ const insertFill = (orderId: string, payer: string, state: string) =>
       from (select gen_random_uuid() as id) g`,
   )
 
+/** A signed-in master with link and unlink of its own address, for the unlink tests. */
+const linkingMaster = Effect.gen(function* () {
+  const base = yield* baseUrl
+  const master = fresh()
+  const token = yield* signIn(base, master)
+  const auth = bearer(token)
+  return {
+    base,
+    auth,
+    m: master.address.toLowerCase(),
+    link: (venue: string) => post(`${base}/v1/accounts`, { venue, address: master.address }, auth),
+    unlink: (venue: string) => rawRequest(`${base}/v1/accounts/${venue}`, { method: "DELETE", headers: auth }),
+  }
+})
+
 layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accounts and access", (it) => {
   it.effect("the master address links without a signature; another address with its signed challenge", () =>
     Effect.gen(function* () {
@@ -124,14 +139,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
 
   it.effect("unlink: ACCOUNT_IN_USE while an order, a nonfinal fill or an open withdrawal uses it", () =>
     Effect.gen(function* () {
-      const base = yield* baseUrl
       const sql = yield* SqlClient.SqlClient
-      const master = fresh()
-      const m = master.address.toLowerCase()
-      const token = yield* signIn(base, master)
-      const auth = bearer(token)
-      const link = (venue: string) => post(`${base}/v1/accounts`, { venue, address: master.address }, auth)
-      const unlink = (venue: string) => rawRequest(`${base}/v1/accounts/${venue}`, { method: "DELETE", headers: auth })
+      const { m, link, unlink } = yield* linkingMaster
       expect((yield* link("hyperliquid")).status).toBe(201)
 
       const orderId = `0x${"ab".repeat(32)}`
@@ -170,15 +179,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("linked accou
     "unlink: a preparing or failed order stops using the account an hour past its fund deadline, unless its escrow holds funds",
     () =>
       Effect.gen(function* () {
-        const base = yield* baseUrl
         const sql = yield* SqlClient.SqlClient
-        const master = fresh()
-        const m = master.address.toLowerCase()
-        const token = yield* signIn(base, master)
-        const auth = bearer(token)
-        const link = (venue: string) => post(`${base}/v1/accounts`, { venue, address: master.address }, auth)
-        const unlink = (venue: string) =>
-          rawRequest(`${base}/v1/accounts/${venue}`, { method: "DELETE", headers: auth })
+        const { base, auth, m, link, unlink } = yield* linkingMaster
         const nowS = Math.floor(Date.now() / 1000)
         const order = (id: string, state: string, deadline: number) =>
           sql`insert into orders (id, master, venue, receive_venue, owner_address, state, amount, fund_deadline,

@@ -61,6 +61,20 @@ const rawExchange = (base: string, request: string) =>
       }),
   )
 
+/** A raw answer is the envelope's 400 INVALID_REQUEST whose message names `why`, with its request id. */
+const expectRefusal = (
+  res: { status: number; headers: Record<string, string>; body: string },
+  what: string,
+  why: string,
+) => {
+  expect(res.status, `${what}: ${res.body}`).toBe(400)
+  expect(res.headers["content-type"], what).toBe("application/json")
+  const error = (JSON.parse(res.body) as { error: Record<string, unknown> }).error
+  expect(error, what).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
+  expect(error.message, what).toContain(why)
+  expect(res.headers["x-request-id"], what).toBe(error.request_id)
+}
+
 /** One GET /v1/stream handshake with these headers. */
 const rawHandshake = (base: string, headers: Record<string, string>) =>
   rawExchange(
@@ -119,13 +133,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelop
         ],
       ]
       for (const [what, headers, names] of cases) {
-        const res = yield* rawHandshake(base, headers)
-        expect(res.status, `${what}: ${res.body}`).toBe(400)
-        expect(res.headers["content-type"], what).toContain("application/json")
-        const error = (JSON.parse(res.body) as { error: Record<string, unknown> }).error
-        expect(error, what).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
-        expect(error.message, what).toContain(names)
-        expect(res.headers["x-request-id"], what).toBe(error.request_id)
+        expectRefusal(yield* rawHandshake(base, headers), what, names)
       }
       // A well-formed one still switches protocols.
       const good = yield* rawHandshake(base, { ...handshake, "Sec-WebSocket-Key": key })
@@ -150,13 +158,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelop
         ],
       ]
       for (const [what, request, message] of cases) {
-        const res = yield* rawExchange(base, request)
-        expect(res.status, `${what}: ${res.body}`).toBe(400)
-        expect(res.headers["content-type"], what).toBe("application/json")
-        const error = (JSON.parse(res.body) as { error: Record<string, unknown> }).error
-        expect(error, what).toMatchObject({ code: "INVALID_REQUEST", retryable: false })
-        expect(error.message, what).toContain(message)
-        expect(res.headers["x-request-id"], what).toBe(error.request_id)
+        expectRefusal(yield* rawExchange(base, request), what, message)
       }
       // An Expect other than 100-continue: node's bare 417 before; the envelope now.
       const expecting = yield* rawExchange(base, "GET /v1/info HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n")

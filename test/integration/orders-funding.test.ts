@@ -79,16 +79,20 @@ interface OrderView {
 }
 
 /** Mines a block every 200 ms and runs the chain's relayer and watcher and the desk (order funding: an entity per order, in Live). */
-const background = Effect.gen(function* () {
-  const chain = yield* TestChainTag
-  const { deployment } = yield* AppConfig
-  const venue = deployment.venues[0]!
-  const miner = yield* Effect.fork(
+/** A block every 200 ms on the test chain, forked. */
+const forkMiner = Effect.flatMap(TestChainTag, (chain) =>
+  Effect.fork(
     Effect.promise(() => chain.test.mine({ blocks: 1 })).pipe(
       Effect.zipRight(Effect.sleep("200 millis")),
       Effect.forever,
     ),
-  )
+  ),
+)
+
+const background = Effect.gen(function* () {
+  const { deployment } = yield* AppConfig
+  const venue = deployment.venues[0]!
+  const miner = yield* forkMiner
   const actors = yield* Effect.fork(
     Effect.all([runTxRelayer(venue), runVenueWatcher(venue)], {
       concurrency: "unbounded",
@@ -156,6 +160,15 @@ const createOrder = (base: string, token: string, owner: PrivateKeyAccount, iden
 const signItem = (account: PrivateKeyAccount, prepared: Prepared, kind: string) =>
   Effect.promise(() => account.signTypedData(prepared.to_sign.find((i) => i.kind === kind)!.typed_data))
 
+/** POST the owner's signatures of every sign item of `prepared` (its venue_transfer too, when it has one). */
+const signOrder = (base: string, token: string, owner: PrivateKeyAccount, prepared: Prepared) =>
+  Effect.flatMap(
+    Effect.forEach(prepared.to_sign, (item) =>
+      Effect.map(signItem(owner, prepared, item.kind), (sig) => [item.kind, sig]),
+    ),
+    (pairs) => post(`${base}/v1/orders/${prepared.order.id}/signatures`, Object.fromEntries(pairs), bearer(token)),
+  )
+
 const orderOf = (base: string, token: string, id: string) =>
   Effect.map(rawRequest(`${base}/v1/orders/${id}`, { headers: bearer(token) }), (r) => r.json as OrderView)
 
@@ -172,12 +185,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
       const chain = yield* TestChainTag
       const { deployment } = yield* AppConfig
       const venue = deployment.venues[0]
-      const miner = yield* Effect.fork(
-        Effect.promise(() => chain.test.mine({ blocks: 1 })).pipe(
-          Effect.zipRight(Effect.sleep("200 millis")),
-          Effect.forever,
-        ),
-      )
+      const miner = yield* forkMiner
       const actors = yield* Effect.fork(
         Effect.all([runTxRelayer(venue), runVenueWatcher(venue)], { concurrency: "unbounded" }),
       )
@@ -378,15 +386,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
       const { owner, token, identity } = yield* marginOwner(base, 0n, 20n * USDC)
       const prepared = yield* createOrder(base, token, owner, identity.id, "margin-refused")
       sim.control.refuseNext(1, { message: "Insufficient balance for withdrawal." })
-      const signed = yield* post(
-        `${base}/v1/orders/${prepared.order.id}/signatures`,
-        {
-          venue_transfer: yield* signItem(owner, prepared, "venue_transfer"),
-          fund_order: yield* signItem(owner, prepared, "fund_order"),
-          permit: yield* signItem(owner, prepared, "permit"),
-        },
-        bearer(token),
-      )
+      const signed = yield* signOrder(base, token, owner, prepared)
       expect(signed.status, signed.text).toBe(200)
       const failed = yield* untilSettled(base, token, prepared.order.id)
       expect(failed.state).toBe("failed")
@@ -401,28 +401,14 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
     Effect.gen(function* () {
       const base = yield* baseUrl
       const sql = yield* SqlClient.SqlClient
-      const chain = yield* TestChainTag
       const { deployment } = yield* AppConfig
       const venue = deployment.venues[0]!
-      const miner = yield* Effect.fork(
-        Effect.promise(() => chain.test.mine({ blocks: 1 })).pipe(
-          Effect.zipRight(Effect.sleep("200 millis")),
-          Effect.forever,
-        ),
-      )
+      const miner = yield* forkMiner
       // The relayer but no watcher: the fund goes out and is final, and nothing indexes it yet.
       const relayer = yield* Effect.fork(runTxRelayer(venue))
       const { owner, token, identity } = yield* marginOwner(base, 2n * USDC, 100n * USDC)
       const prepared = yield* createOrder(base, token, owner, identity.id, "margin-split")
-      const signed = yield* post(
-        `${base}/v1/orders/${prepared.order.id}/signatures`,
-        {
-          venue_transfer: yield* signItem(owner, prepared, "venue_transfer"),
-          fund_order: yield* signItem(owner, prepared, "fund_order"),
-          permit: yield* signItem(owner, prepared, "permit"),
-        },
-        bearer(token),
-      )
+      const signed = yield* signOrder(base, token, owner, prepared)
       expect(signed.status, signed.text).toBe(200)
       const key = `fund:${prepared.order.id}`
       yield* pollUntil(
@@ -449,14 +435,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("order fundin
       const { owner, token, identity } = yield* marginOwner(base, 7n * USDC, 0n)
       const prepared = yield* createOrder(base, token, owner, identity.id, "fund-replaced")
       expect(prepared.to_sign.map((i) => i.kind)).toEqual(["fund_order", "permit"])
-      const signed = yield* post(
-        `${base}/v1/orders/${prepared.order.id}/signatures`,
-        {
-          fund_order: yield* signItem(owner, prepared, "fund_order"),
-          permit: yield* signItem(owner, prepared, "permit"),
-        },
-        bearer(token),
-      )
+      const signed = yield* signOrder(base, token, owner, prepared)
       expect([signed.status, (signed.json as OrderView).state]).toEqual([200, "funding"])
       // The relayer's verdict on a nonce another transaction took (chain-relayer.test proves the relayer reaches it).
       yield* sql`update relayer_requests set status = 'replaced' where idempotency_key = ${`fund:${prepared.order.id}`}`
