@@ -99,7 +99,12 @@ export const startTransferTakeV2 = async (t: TransferTakeV2) => {
         toMargin: true,
       },
     },
-    { now: () => BigInt(Math.floor(Date.now() / 1000)), payByMaxSeconds: BigInt(t.payByMaxSeconds) },
+    {
+      now: () => BigInt(Math.floor(Date.now() / 1000)),
+      payByMaxSeconds: BigInt(t.payByMaxSeconds),
+      // The taker's own endpoint of its chain: the permit must use the payer's current nonce, read there.
+      takerChain: createPublicClient({ transport: http(t.from.rpc_urls[0]) }),
+    },
   )
   if (!started.ok) {
     const problems = started.problems.map((p) => `${p.code} ${p.field}: ${p.message}`).join("; ")

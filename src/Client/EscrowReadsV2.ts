@@ -176,3 +176,34 @@ export const readPayment = async (
     state: stateOf(PAYMENT_STATES, p.state, "payment"),
   }
 }
+
+const noncesAbi = [
+  {
+    type: "function",
+    name: "nonces",
+    stateMutability: "view",
+    inputs: [{ name: "owner", type: "address" }],
+    outputs: [{ name: "", type: "uint256" }],
+  },
+] as const
+
+/**
+ * `owner`'s EIP-2612 nonce on `token` at the endpoint's latest block: the nonce a permit signed now must use. Refuses
+ * an endpoint of another chain than `chainId` (the permit's domain names it).
+ */
+export const readPermitNonce = async (
+  client: ChainReader,
+  chainId: number,
+  token: Address,
+  owner: Address,
+): Promise<bigint> => {
+  const at = await latestSnapshot(client)
+  if (at.chainId !== chainId) throw new Error(`the taker-chain endpoint is chain ${at.chainId}, not ${chainId}`)
+  return client.readContract({
+    address: token,
+    abi: noncesAbi,
+    functionName: "nonces",
+    args: [owner],
+    blockNumber: at.blockNumber,
+  })
+}

@@ -52,8 +52,13 @@ export interface TakerIntent {
   readonly maxParts: number
   /** The client's ephemeral pay key (its address). */
   readonly payKey: Address
-  /** The latest `payBy` the client accepts (Unix seconds). */
+  /** The latest `payBy` the client accepts (Unix seconds); the permit's deadline may not be later either. */
   readonly maxPayBy: bigint
+  /**
+   * The payer's EIP-2612 nonce on the taker token, read by the client from its own taker-chain endpoint. When given,
+   * the permit must use exactly it: a later nonce would be a permit that turns valid only after others are spent.
+   */
+  readonly permitNonce?: bigint
   /** Where the recipient's funds land on the maker chain. */
   readonly dex: number
   readonly toMargin: boolean
@@ -384,6 +389,10 @@ const checkPermitItem = (
   must("spender", m.spender === getAddress(taker.escrow), "not the reviewed taker escrow")
   must("value", m.value === value, `${m.value} ≠ Σ amountIn ${value}`)
   if (m.deadline < lastPayBy) problem("timing", i, "deadline", `the permit ends before payBy ${lastPayBy}`)
+  // Spent only by payTake, which must come by payBy: an allowance outliving the client's bound serves nothing.
+  if (m.deadline > intent.maxPayBy)
+    problem("timing", i, "deadline", `the permit outlives the client's bound ${intent.maxPayBy}`)
+  if (intent.permitNonce !== undefined) must("nonce", m.nonce === intent.permitNonce, `not ${intent.permitNonce}`)
   // Rebuilt from the parsed values; the caller returns it only when no problem was found anywhere.
   return permitTypedData(domain, m)
 }

@@ -17,7 +17,7 @@
  */
 import type { Hex, LocalAccount } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
-import type { ChainReader } from "./EscrowReadsV2.ts"
+import { type ChainReader, readPermitNonce } from "./EscrowReadsV2.ts"
 import { decideCancelFill, signCancelFill } from "./TakerCancel.ts"
 import {
   type CheckedTake,
@@ -61,6 +61,11 @@ export interface FlowOptions {
   readonly payByMaxSeconds: bigint
   /** A pay key to use instead of a fresh one (tests; a restarted client's kept key). */
   readonly payKey?: LocalAccount
+  /**
+   * The client's own taker-chain endpoint: when given, the permit must use the payer's current nonce read there
+   * (TakerIntent.permitNonce); without it the nonce is not checked (a wrong one only makes the take fail).
+   */
+  readonly takerChain?: ChainReader
 }
 
 /** A started take: keep it (durably) until the take ends. */
@@ -103,7 +108,17 @@ export const startTake = async (
     pay_key: payKey.address,
   })
   const now = options.now()
-  const intent: TakerIntent = { ...i, payKey: payKey.address, maxPayBy: now + options.payByMaxSeconds }
+  const token = config.chains[i.takerChainId]?.token
+  const permitNonce =
+    options.takerChain === undefined || token === undefined
+      ? undefined
+      : await readPermitNonce(options.takerChain, i.takerChainId, token, i.payer)
+  const intent: TakerIntent = {
+    ...i,
+    payKey: payKey.address,
+    maxPayBy: now + options.payByMaxSeconds,
+    ...(permitNonce === undefined ? {} : { permitNonce }),
+  }
   const checked = checkTakeProposal(intent, config, created.to_sign, now)
   const takeId = created.take.id
   if (!checked.ok) return { ok: false, takeId, problems: checked.problems }

@@ -892,6 +892,8 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("takes v2", (
           {
             now: () => BigInt(Math.floor(Date.now() / 1000)),
             payByMaxSeconds: BigInt(deployment.settlement.pay_by_max_seconds),
+            // Its own taker-chain endpoint: the permit must use the payer's nonce read there (the real token).
+            takerChain: aster.pub,
           },
         ),
       )

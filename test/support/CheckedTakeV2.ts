@@ -64,7 +64,7 @@ export const checkedV2Take = async (
     functionName: "nonces",
     args: [p.payer.address],
   })
-  const toSign = proposeTake(intent, takerConfig, fills, { nonce, deadline: intent.maxPayBy + 60n })
+  const toSign = proposeTake(intent, takerConfig, fills, { nonce, deadline: intent.maxPayBy })
   const checked = checkTakeProposal(intent, takerConfig, toSign, now)
   if (!checked.ok) throw new Error(JSON.stringify(checked.problems))
   return checked.take

@@ -98,6 +98,15 @@ const lies: ReadonlyArray<{ name: string; propose: (payKey: Address) => Readonly
   { name: "more amount in", propose: (k) => refill(honest(k), 2, (f) => ({ ...f, amountIn: f.amountIn + 1n })) },
   { name: "payBy past PAY_BY_MAX", propose: (k) => refill(honest(k), 1, (f) => ({ ...f, payBy: NOW + 121n })) },
   {
+    name: "a permit outliving payBy's bound",
+    propose: (k) => {
+      const [permit, ...rest] = honest(k)
+      const typed = JSON.parse(JSON.stringify(permit!.typed_data)) as { message: { deadline: string } }
+      typed.message.deadline = (NOW + PAY_BY_MAX + 3_600n).toString()
+      return [{ ...permit!, typed_data: typed }, ...rest]
+    },
+  },
+  {
     name: "another taker escrow",
     propose: (k) => refill(honest(k), 1, (f) => ({ ...f, takerEscrow: other })),
   },
@@ -209,6 +218,42 @@ describe("the taker's flow: create → check → sign → submit", () => {
     })
     expect(handle.cancelSigned).toBe(false)
     expect(posted).toHaveLength(sent)
+  })
+
+  it("with its own taker-chain endpoint, the client holds the permit to the payer's current nonce", async () => {
+    const reads: Array<unknown> = []
+    const takerChain = (chainId: number) =>
+      ({
+        getChainId: async () => chainId,
+        getBlock: async () => ({ number: 7n, timestamp: NOW }),
+        readContract: async (call: unknown) => {
+          reads.push(call)
+          return 0n
+        },
+      }) as unknown as ChainReader
+    const withChain = { ...options, takerChain: takerChain(TAKER_CHAIN) }
+    const ok = await startTake(fakeApi(honest).api, config, countingWallet().wallet, request, withChain)
+    expect(ok.ok).toBe(true)
+    expect(reads[0]).toMatchObject({ address: config.chains[TAKER_CHAIN]!.token, functionName: "nonces" })
+    expect(reads[0]).toMatchObject({ args: [payer.address], blockNumber: 7n })
+    // A permit with a later nonce would turn valid only after others are spent: nothing signed, nothing sent.
+    const ahead = (k: Address) => {
+      const [permit, ...rest] = honest(k)
+      const typed = JSON.parse(JSON.stringify(permit!.typed_data)) as { message: { nonce: string } }
+      typed.message.nonce = "1"
+      return [{ ...permit!, typed_data: typed }, ...rest]
+    }
+    const { api, posted } = fakeApi(ahead)
+    const { wallet, signed } = countingWallet()
+    const refused = await startTake(api, config, wallet, request, withChain)
+    expect(!refused.ok && refused.problems.map((p) => p.field)).toEqual(["nonce"])
+    expect([signed, posted]).toEqual([[], []])
+    // An endpoint of another chain is not read for the nonce: the take stops before anything is signed.
+    const wrong = fakeApi(honest)
+    await expect(
+      startTake(wrong.api, config, wallet, request, { ...options, takerChain: takerChain(MAKER_CHAIN) }),
+    ).rejects.toThrow(/chain 999, not 42161/)
+    expect([signed, wrong.posted]).toEqual([[], []])
   })
 
   for (const lie of lies) {

@@ -74,7 +74,7 @@ const MAKER = { owner: addr(0xb1), payee: addr(0xb2) }
 
 const honest = (parts: number, intent = intentOf()) => {
   const fills = honestFills(intent, config, { parts, ...MAKER })
-  return { intent, fills, toSign: proposeTake(intent, config, fills, { nonce: 0n, deadline: intent.maxPayBy + 60n }) }
+  return { intent, fills, toSign: proposeTake(intent, config, fills, { nonce: 0n, deadline: intent.maxPayBy }) }
 }
 
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T
@@ -335,6 +335,15 @@ const lies: ReadonlyArray<Lie> = [
     code: "timing",
     field: "deadline",
   },
+  {
+    name: "permit outliving the client's payBy bound",
+    apply: (t) =>
+      retype(t, 0, (d) => {
+        d.message.deadline = (NOW + 121n).toString()
+      }),
+    code: "timing",
+    field: "deadline",
+  },
   { name: "no permit", apply: (t) => t.slice(1), code: "count" },
   { name: "two permits", apply: (t) => [t[0]!, ...t], code: "count" },
 ]
@@ -376,6 +385,18 @@ describe("checkTakeProposal: a lying API gets nothing signed", () => {
     )
     const result = checkTakeProposal(intent, config, lied, NOW)
     expect(!result.ok && result.problems.filter((p) => p.code === "digest").map((p) => p.item)).toEqual([1, 2])
+  })
+
+  it("the permit's nonce: exactly the payer's, when the client read it; unchecked otherwise", () => {
+    const { intent, toSign } = honest(2)
+    const ahead = retype(toSign, 0, (d) => {
+      d.message.nonce = "1"
+    })
+    expect(checkTakeProposal({ ...intent, permitNonce: 0n }, config, toSign, NOW).ok).toBe(true)
+    const refused = checkTakeProposal({ ...intent, permitNonce: 0n }, config, ahead, NOW)
+    expect(!refused.ok && has(refused.problems, "mismatch", "nonce"), JSON.stringify(refused)).toBe(true)
+    // Without a read (no taker-chain endpoint given) a wrong nonce only makes the permit, so the take, fail.
+    expect(checkTakeProposal(intent, config, ahead, NOW).ok).toBe(true)
   })
 
   it("more fills than max_parts, and a chain the configuration does not review", () => {
