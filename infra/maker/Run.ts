@@ -39,6 +39,7 @@ import { quoteSetTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { type QuoteSetV2, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { quoteFromWire, quoteV2FromWire } from "../../src/Domain/WireQuote.ts"
+import { pinChainIds } from "./ChainPins.ts"
 import { apiOf, errorName } from "./MakerHttp.ts"
 import { chooseValidity, type MakerOptions, type MakerV2Options, republishBeforeMs } from "./MakerOptions.ts"
 import { backoffMs, reachability, ServiceRefused, ServiceUnavailable, stopper } from "./ServiceFaults.ts"
@@ -223,8 +224,11 @@ export const runMaker = async (
     }
     return undefined
   }
-  const venues = (await read((c) => c.info.venues()))?.data
-  if (venues === undefined) return
+  const listed = (await read((c) => c.info.venues()))?.data
+  if (listed === undefined) return
+  // v2: every chain id this bot signs for (quote sets, hashlocks, reveals) is its own endpoint's (ChainPins.ts).
+  const venues =
+    o.v2 === undefined ? listed : await pinChainIds(listed, o.v2.rpc, [o.venue, ...o.quotes.map((q) => q.venue)])
   if (o.revealOnly && o.v2 !== undefined) return runRevealOnly(o, o.v2, venues, log, stop)
   const info = await read((c) => c.info.info())
   if (info === undefined) return

@@ -19,6 +19,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { getAddress, type Hex } from "viem"
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts"
+import { pinChainIds } from "./ChainPins.ts"
 import { apiOf, retrying } from "./MakerHttp.ts"
 import { UsageError } from "./MakerOptions.ts"
 import { type MakerState, readState, writeState } from "./MakerState.ts"
@@ -114,7 +115,7 @@ const reviewed = (flags: SetupFlags) => {
 export const signIn = async (base: string, owner: PrivateKeyAccount) => {
   const api = apiOf(base)
   const challenge = await api((c) => c.auth.challenge({ payload: { address: owner.address } }))
-  checkSiwe(challenge.message, owner.address)
+  checkSiwe(challenge.message, owner.address, Date.now())
   const signature = await owner.signMessage({ message: challenge.message })
   const verified = await api((c) => c.auth.verify({ payload: { nonce: challenge.nonce, signature } }))
   return verified.token
@@ -131,7 +132,7 @@ const link = async (base: string, token: string, owner: PrivateKeyAccount, venue
     message: string
     typed_data?: unknown
   }
-  checkLink(challenge, owner.address)
+  checkLink(challenge, { owner: owner.address, venue, master: String(me.master_address), nowMs: Date.now() })
   const signature: Hex =
     challenge.typed_data === undefined
       ? await owner.signMessage({ message: challenge.message })
@@ -283,8 +284,9 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
   if (version === 2) {
     for (const id of [venue.id, receiveId]) {
       if (escrows[id] === undefined) throw new UsageError(`a v2 order needs --escrow-v2 ${id}=0x… (reviewed)`)
-      if (rpc[id] === undefined) throw new UsageError(`a v2 order needs --rpc ${id}=URL (your own endpoint)`)
     }
+    // The FundOrder and permit are signed for the chain the owner's own endpoint reports (ChainPins.ts).
+    await pinChainIds(venues, rpc, [venue.id, receiveId])
   }
   const involved = [venue.id, receiveId]
   const only = (r: Record<string, string>): Record<string, string> =>
@@ -307,6 +309,8 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
       version,
       token: getAddress(venue.token),
       decimals: venue.decimals,
+      // v1 orders drain only (no --rpc asked): their items keep the proposal's chain.
+      ...(version === 2 ? { chainId: venue.chain_id } : {}),
     })
     const signatures: Record<string, Hex> = {}
     for (const [kind, typedData] of Object.entries(toSign)) signatures[kind] = await owner.signTypedData(typedData)

@@ -9,7 +9,8 @@
  */
 import { Either } from "effect"
 import { type Address, getAddress, type Hex, hashTypedData, parseUnits } from "viem"
-import { parseAgentApproval, parseWithdrawAction } from "../../src/Domain/AsterSignedPayloads.ts"
+import { linkProblem, signInProblem } from "../../src/Client/SignChecks.ts"
+import { parseWithdrawAction } from "../../src/Domain/AsterSignedPayloads.ts"
 import { fundOrderTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { fundOrderV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { permitTypedData } from "../../src/Domain/Permit.ts"
@@ -42,29 +43,31 @@ const exactly = <T>(what: string, proposed: Wire, rebuild: () => T): T => {
   return rebuilt ?? refuse(what, "it is not the message this maker chose")
 }
 
-/** Sign-in: a SIWE message for the owner's own address (its second line), nothing else. */
-export const checkSiwe = (message: string, owner: Address) => {
-  const lines = message.split("\n")
-  if (!/ wants you to sign in with your Ethereum account:$/.test(lines[0] ?? "") || !same(lines[1], owner)) {
-    refuse("sign-in message", `it is not a Sign-In with Ethereum message for ${owner}`)
-  }
+/**
+ * Sign-in: an EIP-4361 message for the owner's own address, not expired (the typed client's check,
+ * src/Client/SignChecks.ts; the CLI talks to one --api, so the message's origin is not pinned).
+ */
+export const checkSiwe = (message: string, owner: Address, nowMs: number) => {
+  const problem = signInProblem(message, { address: owner, nowMs })
+  if (problem !== undefined) refuse("sign-in message", problem)
 }
 
 /**
- * The account link: a message naming the owner, or (Aster) the venue's agent approval for the owner granting
- * nothing (every permission false, no IP whitelist) whose body is the challenge's message.
+ * The account link: exactly the service's link message for the owner, this venue and the session's master, not
+ * expired; or the venue's agent approval for the owner granting nothing (every permission false, no IP
+ * whitelist) whose body is the challenge's message (src/Client/SignChecks.ts).
  */
-export const checkLink = (challenge: { readonly message: string; readonly typed_data?: unknown }, owner: Address) => {
-  if (challenge.typed_data === undefined) {
-    if (!challenge.message.toLowerCase().includes(owner.toLowerCase())) {
-      refuse("link message", "it does not name the owner's address")
-    }
-    return
-  }
-  const td = challenge.typed_data as Wire
-  const parsed = parseAgentApproval(td, { user: owner, signatureChainId: Number(td?.domain?.chainId) })
-  if (Either.isLeft(parsed)) refuse("agent approval", parsed.left)
-  if (td.message.msg !== challenge.message) refuse("agent approval", "its body is not the challenge's message")
+export const checkLink = (
+  challenge: { readonly message: string; readonly typed_data?: unknown },
+  expect: { readonly owner: Address; readonly venue: string; readonly master: string; readonly nowMs: number },
+) => {
+  const problem = linkProblem(challenge, {
+    address: expect.owner,
+    venue: expect.venue,
+    master: expect.master,
+    nowMs: expect.nowMs,
+  })
+  if (problem !== undefined) refuse(challenge.typed_data === undefined ? "link message" : "agent approval", problem)
 }
 
 /** The quote identity's registration: exactly `signer` registering for `master` (the service's domain). */
@@ -90,6 +93,8 @@ export interface OrderExpectation {
   /** The venue's token (its permit's contract) and decimals. */
   readonly token: Address
   readonly decimals: number
+  /** The venue's chain as the maker's own endpoint reports it (ChainPins.ts): fund_order and permit name it. */
+  readonly chainId?: number
 }
 
 /**
@@ -108,7 +113,7 @@ export const orderItemsToSign = (
     switch (kind) {
       case "fund_order":
         out[kind] = exactly(kind, td, () => {
-          const chainId = Number(td.domain.chainId)
+          const chainId = e.chainId ?? Number(td.domain.chainId)
           const message = {
             orderId: e.orderId,
             owner: e.owner,
@@ -124,6 +129,9 @@ export const orderItemsToSign = (
         break
       case "permit":
         if (!same(td?.domain?.verifyingContract, e.token)) refuse(kind, "it is not a permit of the venue's token")
+        if (e.chainId !== undefined && Number(td?.domain?.chainId) !== e.chainId) {
+          refuse(kind, `it is a permit on chain ${td?.domain?.chainId}, not ${e.chainId}`)
+        }
         out[kind] = exactly(kind, td, () =>
           permitTypedData(td.domain, {
             owner: e.owner,

@@ -6,6 +6,7 @@
  */
 import { type Address, getAddress, type Hex, hashTypedData } from "viem"
 import { describe, expect, it } from "vitest"
+import { pinChainIds } from "../../infra/maker/ChainPins.ts"
 import {
   checkLink,
   checkSiwe,
@@ -20,8 +21,10 @@ import {
 } from "../../src/Domain/AsterTypedData.ts"
 import { fundOrderTypedData } from "../../src/Domain/EscrowTypedData.ts"
 import { fundOrderV2TypedData, quoteSetV2TypedData } from "../../src/Domain/EscrowTypedDataV2.ts"
+import { buildLinkMessage } from "../../src/Domain/LinkMessage.ts"
 import { permitTypedData } from "../../src/Domain/Permit.ts"
 import { quoteIdentityRegistrationTypedData } from "../../src/Domain/QuoteIdentityRegistration.ts"
+import { buildSiweMessage } from "../../src/Domain/Siwe.ts"
 import { toWireTypedData } from "../../src/Domain/WireTypedData.ts"
 import { sendAssetTypedData, USDC_SYSTEM_ADDRESS } from "../../src/Venues/HyperliquidTypedData.ts"
 
@@ -34,6 +37,7 @@ const TOKEN = addr(0x70)
 const OTHER = addr(0xdead)
 const ORDER = `0x${"11".repeat(32)}` as Hex
 const AMOUNT = 100_000_000n
+const NOW_MS = 1_800_000_000_000
 
 const expectation: OrderExpectation = {
   orderId: ORDER,
@@ -154,6 +158,44 @@ describe("maker setup signs only what the maker chose", () => {
   ]
   it.each(lies)("%s: refused, nothing signed", (_, items) => refused(() => orderItemsToSign(items, expectation)))
 
+  it("v2: the FundOrder and the permit are for the chain the maker's own endpoint reports", () => {
+    const pinned = { ...expectation, chainId: 999 }
+    expect(() => orderItemsToSign(honest(), pinned)).not.toThrow()
+    // The same escrow and token addresses on another chain (where the service deployed look-alikes).
+    const elsewhere = { ...expectation, chainId: 42161 }
+    refused(() => orderItemsToSign(honest(), elsewhere))
+    refused(() =>
+      orderItemsToSign(
+        [item("fund_order", fund()), item("permit", permit({}, { ...tokenDomain, chainId: 42161 }))],
+        elsewhere,
+      ),
+    )
+  })
+
+  it("the chain ids: each venue's as its endpoint reports it, or setup and run stop", async () => {
+    const venues = [
+      { id: "hyperliquid", chain_id: 999 },
+      { id: "aster", chain_id: 42161 },
+    ]
+    const rpc = { hyperliquid: "http://127.0.0.1:1/hl", aster: "http://127.0.0.1:1/aster" }
+    const endpoints: Record<string, number> = { [rpc.hyperliquid]: 999, [rpc.aster]: 42161 }
+    const asked: Array<string> = []
+    const chainIdOf = async (url: string) => {
+      asked.push(url)
+      return endpoints[url]!
+    }
+    await expect(pinChainIds(venues, rpc, ["hyperliquid", "aster", "aster"], chainIdOf)).resolves.toBe(venues)
+    expect(asked).toEqual([rpc.hyperliquid, rpc.aster])
+    const lying = [venues[0]!, { id: "aster", chain_id: 1 }]
+    await expect(pinChainIds(lying, rpc, ["hyperliquid", "aster"], chainIdOf)).rejects.toThrow(
+      "venue aster: the service says chain 1, your endpoint says chain 42161; nothing signed",
+    )
+    await expect(pinChainIds(venues, { hyperliquid: rpc.hyperliquid }, ["aster"], chainIdOf)).rejects.toThrow(
+      "--rpc aster=URL",
+    )
+    await expect(pinChainIds(venues, rpc, ["bsc"], chainIdOf)).rejects.toThrow("no venue bsc")
+  })
+
   it("a venue transfer to the owner's own wallet of at most the amount is signed as proposed", () => {
     const toSystem = sendAsset(USDC_SYSTEM_ADDRESS)
     expect(orderItemsToSign([item("venue_transfer", toSystem), ...honest()], expectation).venue_transfer).toBe(toSystem)
@@ -216,24 +258,57 @@ describe("maker setup signs only what the maker chose", () => {
       ipWhitelist: "",
     }
     const approval = agentApprovalTypedData(fields)
-    expect(() => checkLink({ message: agentApprovalMessage(fields), typed_data: approval }, OWNER)).not.toThrow()
+    const on = { owner: OWNER, venue: "aster", master: OWNER, nowMs: NOW_MS }
+    expect(() => checkLink({ message: agentApprovalMessage(fields), typed_data: approval }, on)).not.toThrow()
     const withdrawing = agentApprovalTypedData({ ...fields, canWithdraw: true })
     refused(() =>
-      checkLink({ message: agentApprovalMessage({ ...fields, canWithdraw: true }), typed_data: withdrawing }, OWNER),
+      checkLink({ message: agentApprovalMessage({ ...fields, canWithdraw: true }), typed_data: withdrawing }, on),
     )
-    refused(() =>
-      checkLink({ message: agentApprovalMessage(fields), typed_data: permit({ spender: OPERATOR }) }, OWNER),
-    )
-    refused(() => checkLink({ message: "some other text", typed_data: approval }, OWNER))
-    refused(() => checkLink({ message: `link ${OTHER.toLowerCase()} to the service` }, OWNER))
-    expect(() => checkLink({ message: `link ${OWNER.toLowerCase()} to the service` }, OWNER)).not.toThrow()
+    refused(() => checkLink({ message: agentApprovalMessage(fields), typed_data: permit({ spender: OPERATOR }) }, on))
+    refused(() => checkLink({ message: "some other text", typed_data: approval }, on))
   })
 
-  it("sign-in: a SIWE message for the owner's address only", () => {
-    const siwe = (who: Address) =>
-      `app.example wants you to sign in with your Ethereum account:\n${who}\n\nSign in.\n\nURI: https://app.example\nVersion: 1`
-    expect(() => checkSiwe(siwe(OWNER), OWNER)).not.toThrow()
-    refused(() => checkSiwe(siwe(OTHER), OWNER))
-    refused(() => checkSiwe("Permit me", OWNER))
+  it("the link message: exactly the service's, for this owner, venue and master, not expired", () => {
+    const message = (over: Partial<Parameters<typeof buildLinkMessage>[0]> = {}) =>
+      buildLinkMessage({
+        domain: "app.example",
+        venue: "hyperliquid",
+        address: OWNER,
+        master: OWNER,
+        nonce: "n0nce",
+        issuedAtMs: NOW_MS,
+        expirationTimeMs: NOW_MS + 300_000,
+        ...over,
+      })
+    const on = { owner: OWNER, venue: "hyperliquid", master: OWNER, nowMs: NOW_MS }
+    expect(() => checkLink({ message: message() }, on)).not.toThrow()
+    refused(() => checkLink({ message: message({ address: OTHER }) }, on))
+    refused(() => checkLink({ message: message({ master: OTHER }) }, on))
+    refused(() => checkLink({ message: message({ venue: "aster" }) }, on))
+    refused(() => checkLink({ message: message({ expirationTimeMs: NOW_MS - 1 }) }, on))
+    // The old check passed any text naming the owner.
+    refused(() => checkLink({ message: `link ${OWNER.toLowerCase()} to the service` }, on))
+  })
+
+  it("sign-in: an EIP-4361 message for the owner's address, not expired", () => {
+    const siwe = (over: Partial<Parameters<typeof buildSiweMessage>[0]> = {}) =>
+      buildSiweMessage({
+        domain: "app.example",
+        uri: "https://app.example",
+        chainId: 1,
+        address: OWNER,
+        nonce: "abcdefgh12",
+        issuedAtMs: NOW_MS,
+        expirationTimeMs: NOW_MS + 300_000,
+        ...over,
+      })
+    expect(() => checkSiwe(siwe(), OWNER, NOW_MS)).not.toThrow()
+    refused(() => checkSiwe(siwe({ address: OTHER }), OWNER, NOW_MS))
+    refused(() => checkSiwe(siwe({ issuedAtMs: NOW_MS - 600_000, expirationTimeMs: NOW_MS - 1 }), OWNER, NOW_MS))
+    refused(() => checkSiwe("Permit me", OWNER, NOW_MS))
+    // The old check passed a message whose first two lines looked right, whatever followed.
+    refused(() =>
+      checkSiwe(`app.example wants you to sign in with your Ethereum account:\n${OWNER}\n\nanything`, OWNER, NOW_MS),
+    )
   })
 })
