@@ -95,6 +95,8 @@ export const CONTROL_CODES = {
   cursor_expired: 4410,
   /** A page stayed unwritten for 5 s: the client does not read fast enough. */
   slow_consumer: 4429,
+  /** No pong since the previous ping: the peer is gone; the frame is best effort and the socket is dropped. */
+  unresponsive: 4408,
 } as const
 export type ControlCode = keyof typeof CONTROL_CODES
 

@@ -329,6 +329,12 @@ export const streamSession = (socket: Socket.Socket, netSocket: Duplex, env: Ses
           if (!answered) {
             state.closing = true
             yield* StreamConnections.recordClose("unresponsive")
+            // Spec Events 3: a control frame before closing, even here. The peer may be gone, so it is best effort:
+            // dropped once written to the socket, or after 1 s (a full send buffer) without waiting for the peer.
+            const gone = close("unresponsive", "no pong since the previous ping")
+            yield* Effect.async<void>((resume) => {
+              ws.send(controlFrame(gone.code, gone.message), () => resume(Effect.void))
+            }).pipe(Effect.timeout("1 second"), Effect.ignore)
             return ws.terminate()
           }
           answered = false

@@ -15,16 +15,20 @@ const Live = TestHttpLive.pipe(
   Layer.provide(Layer.succeed(StreamHeartbeat, "200 millis")),
 )
 
-/** A hand-made client that subscribes and then never answers a ping; resolves when the server drops it. */
+/**
+ * A hand-made client that subscribes and then never answers a ping; resolves when the server drops it, with its
+ * last text frame (frames under 126 bytes: empty pages and control frames).
+ */
 const deafClient = (base: string) =>
   Effect.promise(
     () =>
-      new Promise<{ pings: number; ms: number }>((resolve, reject) => {
+      new Promise<{ pings: number; ms: number; lastText: string }>((resolve, reject) => {
         const socket = tcpConnect(Number(new URL(base).port), "127.0.0.1")
         const t0 = performance.now()
         let buffer = Buffer.alloc(0)
         let upgraded = false
         let pings = 0
+        let lastText = ""
         socket.on("error", reject)
         socket.write(
           "GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
@@ -45,12 +49,13 @@ const deafClient = (base: string) =>
             const length = buffer[at + 1]! & 0x7f
             if (length >= 126 || at + 2 + length > buffer.length) break
             if ((buffer[at]! & 0x0f) === 9) pings++
+            if ((buffer[at]! & 0x0f) === 1) lastText = buffer.subarray(at + 2, at + 2 + length).toString()
             at += 2 + length
             buffer = buffer.subarray(at)
             at = 0
           }
         })
-        socket.on("close", () => resolve({ pings, ms: performance.now() - t0 }))
+        socket.on("close", () => resolve({ pings, ms: performance.now() - t0, lastText }))
       }),
   )
 
@@ -64,6 +69,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("stream: hear
       expect(deaf.pings).toBeGreaterThanOrEqual(1)
       expect(deaf.ms).toBeGreaterThan(300)
       expect(deaf.ms).toBeLessThan(2000)
+      // Its last text frame is the control frame the spec asks for before any close (Events 3).
+      expect(JSON.parse(deaf.lastText)).toMatchObject({ type: "control", code: "unresponsive" })
       expect((yield* StreamConnections.stats).closed.unresponsive).toBe(before + 1)
       // The ws client answers pings by itself: still streaming (idle pages) after many intervals.
       expect(conn.ws.readyState).toBe(conn.ws.OPEN)
