@@ -168,11 +168,6 @@ export const checkQuoteSet = (deployment: DeploymentConfig, order: OrderRow, inp
       ? yield* checkV2Fields(input, nowSeconds, deployment.settlement.max_quote_life_seconds)
       : undefined
     const quoteSize = BigInt(input.quote_size)
-    if (quoteSize === 0n || quoteSize > BigInt(order.escrow_available)) {
-      return yield* new InsufficientBalance({
-        message: `quote_size exceeds the order's quotable ${order.escrow_available}`,
-      })
-    }
     yield* checkSignatureShape(input.signature).pipe(Effect.catchAll(shapeFailure))
     const generation = BigInt(input.identity_generation)
     const sequence = BigInt(input.sequence)
@@ -210,6 +205,11 @@ export const checkQuoteSet = (deployment: DeploymentConfig, order: OrderRow, inp
     }
     if (!valid)
       return yield* new SignatureInvalid({ message: "the quote set is not signed by the order's quote signer" })
+    // After the signature, and without the amount: a `quote` credential never sees balances (spec, Authentication
+    // 6), so an unsigned probe learns nothing and a signed one only that the size does not fit.
+    if (quoteSize === 0n || quoteSize > BigInt(order.escrow_available)) {
+      return yield* new InsufficientBalance({ message: "quote_size exceeds the order's quotable balance" })
+    }
     return {
       orderId: order.id,
       master: order.master,

@@ -224,6 +224,12 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("orders", (it
       expect([forged.status, code(forged)]).toEqual([422, "SIGNATURE_INVALID"])
       const tooBig = yield* put(yield* body(2, lease.generation, { quote_size: "3000001" }))
       expect([tooBig.status, code(tooBig)]).toEqual([422, "INSUFFICIENT_BALANCE"])
+      // Nor through a refusal: the message names no amount, and an unsigned probe is refused for its signature.
+      expect(JSON.stringify(tooBig.json)).not.toContain("3000000")
+      const probe = yield* put(
+        yield* body(2, lease.generation, { quote_size: "3000001" }, privateKeyToAccount(generatePrivateKey())),
+      )
+      expect([probe.status, code(probe)]).toEqual([422, "SIGNATURE_INVALID"])
       const tooLong = yield* put(
         yield* body(2, lease.generation, { valid_until: Math.floor(Date.now() / 1000) + 3600 }),
       )
