@@ -1,4 +1,19 @@
-import { Cause, Config, Context, Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import {
+  Cause,
+  Config,
+  Context,
+  Effect,
+  FiberId,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Layer,
+  List,
+  Logger,
+  LogLevel,
+  Option,
+  Tracer,
+} from "effect"
 
 /**
  * The service's log (issue 17 item 1): one line per record, in the format LOG_FORMAT names — `json` (one
@@ -203,6 +218,25 @@ export const renderCause = (cause: Cause.Cause<unknown>): string => {
   })
   return maskText(lines.join("\n"))
 }
+
+/**
+ * Effect's tracer logger (every log line inside a span becomes a span event) with this file's redaction: the
+ * built-in one exports the raw message and annotations and `Cause.pretty` with its stack frames to the collector.
+ * Here the event carries the masked message, the redacted fields and `renderCause` (no frames), as the log does.
+ */
+export const redactingTracerLogger: Logger.Logger<unknown, void> = Logger.make((options) => {
+  const span = Context.getOption(FiberRefs.getOrDefault(options.context, FiberRef.currentContext), Tracer.ParentSpan)
+  if (Option.isNone(span) || span.value._tag === "ExternalSpan") return
+  const r = toRecord(options)
+  const attributes: Record<string, unknown> = {
+    ...r.fields,
+    "effect.fiberId": FiberId.threadName(options.fiberId),
+    "effect.logLevel": options.logLevel.label,
+  }
+  if (r.cause !== undefined) attributes["effect.cause"] = r.cause
+  // The record's date is the fiber's Clock (milliseconds), as the log line's own time.
+  span.value.event(r.message, BigInt(options.date.getTime()) * 1_000_000n, attributes)
+})
 
 // ------------------------------------------------------------------------------------------ formats
 

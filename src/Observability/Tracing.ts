@@ -1,7 +1,8 @@
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { FetchHttpClient } from "@effect/platform"
-import { Config, Context, Duration, Effect, Layer, Option, Tracer } from "effect"
+import { Cause, Config, Context, Duration, Effect, Exit, Layer, Logger, Option, Tracer } from "effect"
+import { redactingTracerLogger, renderCause } from "./Log.ts"
 
 /**
  * Traces (issue 17 item 3). Spans: the request's server span (src/Http/GlobalMiddleware.ts, named by the
@@ -27,15 +28,61 @@ export interface TracingOptions {
   readonly exportInterval?: Duration.DurationInput
 }
 
-/** The OTLP tracer as Effect's tracer, and `Tracing.enabled`. */
+/** An error as the log shows it: name and masked message chain, and a stack of that one line (no frames). */
+class ScrubbedError extends Error {
+  constructor(name: string, message: string) {
+    super(message)
+    this.name = name
+    this.stack = `${name}: ${message}`
+  }
+}
+
+/**
+ * A failed span's cause as the collector gets it: one error, named as the first, whose message is the log's
+ * `renderCause` (masked, no frames). OtlpTracer otherwise exports `Cause.pretty` as `exception.stacktrace`: the
+ * stack frames and nested causes the log never shows (the guide: no stack trace in a log).
+ */
+export const scrubCause = (cause: Cause.Cause<unknown>): Cause.Cause<unknown> => {
+  if (Cause.isInterruptedOnly(cause)) return cause
+  const name = Cause.prettyErrors(cause)[0]?.name ?? "Error"
+  const text = renderCause(cause)
+  return Cause.fail(new ScrubbedError(name, text.startsWith(`${name}: `) ? text.slice(name.length + 2) : text))
+}
+
+/** `tracer`'s spans end with scrubbed causes and never take Effect.fn's `code.stacktrace` attribute. */
+export const scrubbedTracer = (tracer: Tracer.Tracer): Tracer.Tracer =>
+  Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const span = tracer.span(name, parent, context, links, startTime, kind, options)
+      const end = span.end.bind(span)
+      const attribute = span.attribute.bind(span)
+      return Object.assign(span, {
+        end: (endTime: bigint, exit: Exit.Exit<unknown, unknown>) =>
+          end(endTime, Exit.isFailure(exit) ? Exit.failCause(scrubCause(exit.cause)) : exit),
+        attribute: (key: string, value: unknown) => (key === "code.stacktrace" ? undefined : attribute(key, value)),
+      })
+    },
+    context: (f, fiber) => tracer.context(f, fiber),
+  })
+
+/**
+ * The OTLP tracer (scrubbed) as Effect's tracer, log lines inside spans as redacted span events (Log.ts), and
+ * `Tracing.enabled`.
+ */
 export const tracingLayer = (options: TracingOptions): Layer.Layer<Tracing> =>
-  Layer.merge(
-    OtlpTracer.layer({
-      url: options.url,
-      resource: { serviceName: options.serviceName ?? "settlement-service" },
-      ...(options.headers === undefined ? {} : { headers: options.headers }),
-      exportInterval: options.exportInterval ?? Duration.seconds(5),
-    }).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer)),
+  Layer.mergeAll(
+    Logger.replace(Logger.tracerLogger, redactingTracerLogger),
+    Layer.unwrapScoped(
+      Effect.map(
+        OtlpTracer.make({
+          url: options.url,
+          resource: { serviceName: options.serviceName ?? "settlement-service" },
+          ...(options.headers === undefined ? {} : { headers: options.headers }),
+          exportInterval: options.exportInterval ?? Duration.seconds(5),
+        }),
+        (tracer) => Layer.setTracer(scrubbedTracer(tracer)),
+      ),
+    ).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer)),
     Layer.succeed(Tracing, { enabled: true }),
   )
 

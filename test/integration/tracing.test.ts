@@ -235,4 +235,37 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("traces over 
       expect(exported).not.toContain(token)
     }),
   )
+
+  it.effect(
+    "a refused request's failed span and a log inside a span are exported as the log shows them: no frames",
+    () =>
+      Effect.gen(function* () {
+        const { spans, bodies } = yield* Env
+        const base = yield* baseUrl
+        const signature = `0x${"ab".repeat(32)}${"11".repeat(32)}1b`
+        // An unknown nonce: the route's handler span (Auth.verify, an Effect.fn) ends failed with CHALLENGE_UNKNOWN.
+        const refused = yield* post(`${base}/v1/auth/verify`, { nonce: "n0nexistent1", signature })
+        expect(refused.status).toBe(422)
+        // And a log line with a cause inside a span (Effect's tracer logger would export Cause.pretty with frames).
+        yield* Effect.logWarning("traced failure", { signature }).pipe(
+          Effect.annotateLogs("bearer_token", "st_secret"),
+          Effect.zipRight(Effect.fail(new Error("boom"))),
+          Effect.tapErrorCause((cause) => Effect.logError("traced cause", cause)),
+          Effect.withSpan("test.traced-failure"),
+          Effect.ignore,
+        )
+        yield* pollUntil(
+          Effect.sync(() => ["Auth.verify", "test.traced-failure"].every((n) => spans.some((s) => s.name === n))),
+          (both) => both,
+        )
+        const exported = bodies.join("\n")
+        expect(exported).toContain("ChallengeUnknown")
+        // No stack frame (`    at fn (file:line)`), no Effect.fn call-site attribute, no signature or token.
+        expect(exported).not.toMatch(/\\n\s+at /)
+        expect(exported).not.toContain("code.stacktrace")
+        expect(exported).not.toContain(signature.slice(2, 130))
+        expect(exported).not.toContain("st_secret")
+        expect(exported).toContain('"Error: boom"')
+      }),
+  )
 })
