@@ -155,6 +155,27 @@ export const describeDatabaseConnectFailure = (url: string, cause: unknown): str
   )
 }
 
+/** PostgreSQL's SQLSTATE for a missing privilege. */
+const INSUFFICIENT_PRIVILEGE = "42501"
+
+/**
+ * One line for a start-up the database refused after connecting (a migration statement, the migrator's own
+ * checks): where, PostgreSQL's first line, its SQLSTATE, and the fix. Never the statement or the driver's stack.
+ */
+export const describeDatabaseStartFailure = (url: string, cause: unknown): string => {
+  const code = codeOf(cause)
+  const message = (cause as { message?: unknown })?.message
+  const said = (typeof message === "string" && message !== "" ? message : "failed").split("\n")[0]!.slice(0, 200)
+  const fix =
+    code === INSUFFICIENT_PRIVILEGE
+      ? "grant this role CREATE on the database's schema (or connect as its owner) or fix DATABASE_URL"
+      : "fix the database or DATABASE_URL (unset it to use the embedded PostgreSQL)"
+  return (
+    `DATABASE_URL: PostgreSQL at ${databaseEndpoint(url)} refused the service's migrations: ${said}` +
+    `${code === undefined ? "" : ` (SQLSTATE ${code})`}; ${fix}`
+  )
+}
+
 /**
  * One line for a listening socket that could not be opened (the API's PORT, RUNNER_PORT, OPERATOR_PORT): the
  * address, the variable that sets it and the fix, from the Node error's code alone (its message and stack stay

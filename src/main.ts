@@ -1,11 +1,11 @@
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ConfigError, Console, Effect, Layer } from "effect"
+import { Cause, ConfigError, Console, Effect, Layer } from "effect"
 import { ActorsLive } from "../actors/Actors.ts"
 import { ChainLive } from "./ChainLive.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { AppConfig } from "./Config.ts"
 import { HttpLive } from "./Http/Server.ts"
-import { LoggingLive } from "./Observability/Log.ts"
+import { LoggingLive, renderCause } from "./Observability/Log.ts"
 import { OperatorLive } from "./Observability/OperatorListener.ts"
 import { TracingLive } from "./Observability/Tracing.ts"
 import { DatabaseLive } from "./Sql/Database.ts"
@@ -38,7 +38,14 @@ Layer.launch(MainLive).pipe(
         .replace(/\s+/g, " ")}`,
     ),
   ),
+  // Anything else that stops the service (a defect, a failure no layer named): one masked line, no stack, exit 1.
+  // runMain's own report would print Cause.pretty with its frames through Effect's default logger.
+  Effect.catchAllCause((cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.failCause(cause)
+      : refuseToStart(`the service stopped: ${renderCause(cause).replace(/\s+/g, " ")}`),
+  ),
   // Without disablePrettyLogger runMain adds its pretty logger beside ours: every Effect log line printed twice,
   // once as text, so the log was not one JSON object per line (test/integration/demo.test.ts checks it).
-  NodeRuntime.runMain({ disablePrettyLogger: true }),
+  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true }),
 )

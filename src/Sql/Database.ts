@@ -5,7 +5,7 @@ import { type Migrator, SqlError } from "@effect/sql"
 import { PgMigrator } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig, ConfigInvalid } from "../Config.ts"
-import { describeDatabaseConnectFailure } from "../StartupChecks.ts"
+import { describeDatabaseConnectFailure, describeDatabaseStartFailure } from "../StartupChecks.ts"
 import { MIGRATIONS_LOCK, withAdvisoryLock } from "./AdvisoryLock.ts"
 import { startEmbeddedPostgres } from "./EmbeddedPostgres.ts"
 import { pgClientLayer } from "./Notifications.ts"
@@ -67,15 +67,21 @@ export const DatabaseLive = Layer.unwrapScoped(
       const embedded = startEmbeddedPostgres({ dataDir: EMBEDDED_DATA_DIR }).pipe(
         Effect.mapError((e) => new ConfigInvalid({ message: e.message })),
       )
-      return databaseLayer(yield* embedded)
+      return oneLineFailures(yield* embedded)
     }
-    const url = config.databaseUrl.value
-    return databaseLayer(url).pipe(
-      Layer.mapError((e) =>
-        e instanceof SqlError.SqlError && /^PgClient: (Failed to connect|Connection timed out)/.test(e.message)
-          ? new ConfigInvalid({ message: describeDatabaseConnectFailure(Redacted.value(url), e.cause) })
-          : e,
-      ),
-    )
+    return oneLineFailures(config.databaseUrl.value)
   }),
 )
+
+/** The database layer whose start-up failures are one line each (ConfigInvalid), never the driver's error. */
+const oneLineFailures = (url: Redacted.Redacted<string>) =>
+  databaseLayer(url).pipe(
+    Layer.mapError((e) =>
+      e instanceof SqlError.SqlError && /^PgClient: (Failed to connect|Connection timed out)/.test(e.message)
+        ? new ConfigInvalid({ message: describeDatabaseConnectFailure(Redacted.value(url), e.cause) })
+        : // Connected, then refused: a migration statement (e.g. a role without CREATE) or the migrator's checks.
+          new ConfigInvalid({
+            message: describeDatabaseStartFailure(Redacted.value(url), e instanceof SqlError.SqlError ? e.cause : e),
+          }),
+    ),
+  )

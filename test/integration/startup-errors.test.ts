@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { freePort } from "../../src/FreePort.ts"
+import { pgClientLayer } from "../../src/Sql/Notifications.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 
 /**
@@ -165,6 +167,40 @@ describe("start-up errors: one line naming the setting and the fix", { timeout: 
       const line = expectOneLine(outcome, ["OPERATOR_KEY"], [key.slice(2, 40)])
       expect(line).not.toContain(config)
       expect(line).not.toContain("invalid configuration")
+    }
+  })
+
+  it("a role the migrations cannot run as names DATABASE_URL, PostgreSQL's refusal and the fix, no stack", async () => {
+    const scope = Effect.runSync(Scope.make())
+    const url = Redacted.value(await Effect.runPromise(Scope.extend(testDatabaseUrl, scope)))
+    const role = `limited_${process.pid}`
+    // PostgreSQL 15 and later grant PUBLIC no CREATE on `public`; older ones do: take it away either way.
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe(`drop role if exists ${role}`)
+        yield* sql.unsafe(`create role ${role} login password '${PASSWORD}'`)
+        yield* sql.unsafe("revoke create on schema public from public")
+      }).pipe(
+        Effect.provide(
+          pgClientLayer({ url: Redacted.make(url), maxConnections: 1, applicationName: "startup-errors" }),
+        ),
+      ),
+    )
+    try {
+      const limited = new URL(url)
+      limited.username = role
+      limited.password = PASSWORD
+      const outcome = await runToExit({
+        SETTLEMENT_CONFIG: configFile("good.json"),
+        PORT: "18080",
+        DATABASE_URL: limited.toString(),
+      })
+      const line = expectOneLine(outcome, ["DATABASE_URL", "refused the service's migrations", "SQLSTATE 42501"])
+      expect(line).toContain("permission denied")
+      expect(line).toContain("grant this role CREATE")
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   })
 
