@@ -5,6 +5,7 @@ import { mockUSDCAbi } from "../src/Chain/artifacts/index.ts"
 import { ChainClients } from "../src/Chain/ChainClients.ts"
 import { type FundOrderWire, fundCall } from "../src/Chain/FundCall.ts"
 import { orderEscrow } from "../src/Chain/OrderEscrow.ts"
+import { rpc } from "../src/Chain/RpcError.ts"
 import { wakeOnNotify, wakeOwned } from "../src/Cluster/KeyedWakes.ts"
 import { AppConfig } from "../src/Config.ts"
 import { OrderFunding } from "../src/Orders/Funding.ts"
@@ -67,7 +68,7 @@ const advance = (o: AwaitingMarginOrder) =>
     if (o.withdrawal_state !== "relayed") return
     const client = (yield* ChainClients).venue(venue.id)
     if (client === undefined) return
-    const balance = yield* Effect.tryPromise(() =>
+    const balance = yield* rpc("eth_call balanceOf", () =>
       client.readContract({
         address: getAddress(venue.token),
         abi: mockUSDCAbi,

@@ -6,6 +6,7 @@ import { finalizedByConfirmations } from "../src/Chain/Finality.ts"
 import { decodeRevertData, type Fees, initialFees, revertDataOf } from "../src/Chain/RelayerPolicy.ts"
 import { retryRpc, rpc } from "../src/Chain/RpcError.ts"
 import { AppConfig, type VenueConfig } from "../src/Config.ts"
+import { maskText } from "../src/Observability/Log.ts"
 import { parentOf } from "../src/Observability/Tracing.ts"
 import type { ReceiptFacts, SignedAttempt } from "../src/Relayer/Repo.ts"
 import type { RequestRow } from "../src/Relayer/Rows.ts"
@@ -203,7 +204,8 @@ export const makeRelayerChain = (venue: VenueConfig) =>
           const r2 = revertDataOf(called.left.cause)
           if (r2.reverted) return { _tag: "reverted", request: r, reason: decodeRevertData(r2.data) } as const
         }
-        return { _tag: "retry", request: r, error: `simulation failed: ${estimate.left.message}` } as const
+        // Both parties read it (transactions[].error): masked, as a node's answer may quote the request.
+        return { _tag: "retry", request: r, error: `simulation failed: ${maskText(estimate.left.message)}` } as const
       })
 
     /**

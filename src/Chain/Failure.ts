@@ -1,4 +1,5 @@
 import { Cause } from "effect"
+import { maskText } from "../Observability/Log.ts"
 import { RpcError } from "./RpcError.ts"
 
 const causeMessage = (e: unknown): string => {
@@ -27,6 +28,14 @@ export const describeCause = (cause: Cause.Cause<unknown>): string => {
   if (defect._tag === "Some") return defect.value instanceof Error ? defect.value.message : String(defect.value)
   return "interrupted"
 }
+
+/**
+ * describeCause for what anyone may read (/health's `last_failure` and chain `error`, a transaction's `error`):
+ * its first line only (viem puts the URL and the request body, calldata and addresses, on the lines below),
+ * masked like a log line (tokens, signature-length hex, URL paths and queries), at most 300 characters.
+ */
+export const publicDescription = (cause: Cause.Cause<unknown>): string =>
+  maskText(describeCause(cause).split("\n")[0] ?? "").slice(0, 300)
 
 /** True for failures that retrying soon cannot fix (terminal RPC errors). */
 export const isTerminal = (cause: Cause.Cause<unknown>): boolean => {

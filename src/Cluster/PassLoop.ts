@@ -1,5 +1,5 @@
 import { Cause, Duration, Effect, Random } from "effect"
-import { describeCause } from "../Chain/Failure.ts"
+import { describeCause, publicDescription } from "../Chain/Failure.ts"
 
 /** The longest wait after a failed pass (ms); a terminal failure (a wrong chain, a refused key) waits this at once. */
 export const MAX_BACKOFF_MS = 15_000
@@ -38,7 +38,8 @@ export const passLoop = <A, E, R, R2>(options: {
       if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
       failures++
       const error = describeCause(exit.cause)
-      if (options.onFailure !== undefined) yield* options.onFailure(error)
+      // Public (chain_status.error is on /health): the first line, masked.
+      if (options.onFailure !== undefined) yield* options.onFailure(publicDescription(exit.cause))
       if (failures === 1 || failures % 20 === 0) {
         yield* Effect.logWarning(options.failureLog).pipe(Effect.annotateLogs({ failures, error }))
       }

@@ -14,7 +14,7 @@ import {
   Schedule,
   type Scope,
 } from "effect"
-import { describeCause } from "../Chain/Failure.ts"
+import { publicDescription } from "../Chain/Failure.ts"
 import { renderCause, scrubUrls } from "../Observability/Log.ts"
 
 /**
@@ -106,8 +106,7 @@ export class Supervision extends Context.Tag("Supervision")<
  * One line for logs and /health (which is public): URLs lose their credentials, path and query
  * (RPC endpoints carry API keys there), and the line is bounded.
  */
-export const publicFailureMessage = (cause: Cause.Cause<unknown>): string =>
-  scrubUrls(describeCause(cause)).slice(0, 300)
+export const publicFailureMessage = (cause: Cause.Cause<unknown>): string => publicDescription(cause)
 
 /** The body ended without failing; a singleton loop never should, so it is restarted like a failure. */
 class BodyReturned extends Data.TaggedError("BodyReturned")<{ readonly message: string }> {}

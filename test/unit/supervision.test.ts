@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Fiber, Ref, TestClock } from "effect"
-import { type ActorRecord, Supervision, supervised } from "../../src/Cluster/Supervision.ts"
+import { Cause, Clock, Effect, Fiber, Ref, TestClock } from "effect"
+import { UnknownException } from "effect/Cause"
+import { type ActorRecord, publicFailureMessage, Supervision, supervised } from "../../src/Cluster/Supervision.ts"
 import { scrubUrls } from "../../src/Observability/Log.ts"
 
 const root = new URL("../..", import.meta.url).pathname
@@ -121,6 +122,22 @@ describe("supervised singletons", () => {
     expect(scrubUrls("connect postgres://app:hunter2@db.internal:5432/settle failed")).toBe(
       "connect postgres://db.internal:5432 failed",
     )
+  })
+
+  it("a public failure message: the first line, masked; never viem's URL and request body lines", () => {
+    // What an Effect.tryPromise around a viem read used to publish on /health (leak audit, finding 3).
+    const calldata = `0x70a08231${"00".repeat(12)}${"ab".repeat(20)}`
+    const viem = new Error(
+      "HTTP request failed.\n\nStatus: 500\nURL: https://rpc.example.com/v2/KEY123\n" +
+        `Request body: {"method":"eth_call","params":[{"data":"${calldata}"}]}`,
+    )
+    const unknown = Cause.fail(new UnknownException(viem))
+    const message = publicFailureMessage(unknown)
+    expect(message).not.toMatch(/Request body|KEY123|70a08231|\n/)
+    expect(message).toMatch(/^UnknownException: /)
+    // A bearer token or a signature in a message is masked as in the log.
+    const leaky = Cause.fail(new Error(`refused st_${"q".repeat(40)} with 0x${"cd".repeat(65)}`))
+    expect(publicFailureMessage(leaky)).not.toMatch(/q{40}|(cd){65}/)
   })
 
   // Every singleton goes through supervisedSingleton, so none can fail and sit idle unseen.
