@@ -9,9 +9,9 @@ import {
   NotFound,
   PayloadTooLarge,
 } from "../Domain/Errors.ts"
-import { limitBody } from "./BodyLimit.ts"
+import { limitBody, refuseUnexpectedBody } from "./BodyLimit.ts"
 import { envelopeResponse } from "./Envelope.ts"
-import { allowedMethods, type Route } from "./RouteTable.ts"
+import { allowedMethods, bodilessRoute, type Route } from "./RouteTable.ts"
 import { bearerAuthenticator, DeferredToken } from "./Security.ts"
 
 /**
@@ -82,7 +82,8 @@ export const apiMiddleware = (routes: ReadonlyArray<Route>) =>
       const config = yield* AppConfig
       const { authenticate } = yield* bearerAuthenticator
       const render = renderFailures(allowedMethods(routes), authenticate)
-      return HttpApiBuilder.middleware((app) => render(limitBody(config.deployment.limits.body_bytes)(app)))
+      const noBody = refuseUnexpectedBody(bodilessRoute(routes))
+      return HttpApiBuilder.middleware((app) => render(limitBody(config.deployment.limits.body_bytes)(noBody(app))))
     }),
   )
 

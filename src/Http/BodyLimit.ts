@@ -139,3 +139,34 @@ export const limitBody =
       })
       return yield* Effect.provideService(limited, HttpServerRequest.HttpServerRequest, buffered)
     })
+
+/** An empty body, or `{}`: nothing a route without a payload would have to reject. */
+const isEmptyBody = (text: string) => {
+  const trimmed = text.trim()
+  if (trimmed === "") return true
+  try {
+    const value: unknown = JSON.parse(trimmed)
+    return typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A POST/PUT/PATCH/DELETE route that declares no body refuses one with anything in it (spec, Wire conventions 1:
+ * unknown fields are rejected) with 400 INVALID_REQUEST; an empty body and `{}` pass. Runs inside limitBody, so
+ * the read is within the limit (and a chunked body was buffered there); the text is cached for the app.
+ */
+export const refuseUnexpectedBody =
+  (bodiless: (method: string, pathname: string) => boolean) =>
+  <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (!HttpMethod.hasBody(request.method)) return yield* app
+      if (!bodiless(request.method, new URL(request.url, "http://localhost").pathname)) return yield* app
+      const text = yield* request.text.pipe(Effect.option)
+      if (Option.isNone(text) || isEmptyBody(text.value)) return yield* app
+      return yield* envelopeResponse(
+        new InvalidRequest({ message: "this route takes no request body (send none, or {})" }),
+      )
+    })

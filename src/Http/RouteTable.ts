@@ -3,6 +3,8 @@ import { HttpApi } from "@effect/platform"
 export interface Route {
   readonly method: string
   readonly path: string
+  /** The endpoint declares a request body (a payload schema). */
+  readonly payload?: boolean
 }
 
 /** The routes an API declares, for telling 405 (path known, other method) from 404. */
@@ -10,9 +12,18 @@ export const routesOf = (api: HttpApi.HttpApi.Any): Array<Route> => {
   const routes: Array<Route> = []
   HttpApi.reflect(api as HttpApi.HttpApi<string, never, never, never>, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => routes.push({ method: endpoint.method, path: endpoint.path }),
+    onEndpoint: ({ endpoint }) =>
+      routes.push({ method: endpoint.method, path: endpoint.path, payload: endpoint.payloadSchema._tag === "Some" }),
   })
   return routes
+}
+
+/** Whether a request is for a POST/PUT/PATCH/DELETE route that declares no body (its path and method). */
+export const bodilessRoute = (routes: ReadonlyArray<Route>) => {
+  const compiled = routes
+    .filter((r) => r.payload === false && r.method !== "GET" && r.method !== "HEAD")
+    .map((r) => ({ method: r.method, re: toRegExp(r.path) }))
+  return (method: string, pathname: string): boolean => compiled.some((r) => r.method === method && r.re.test(pathname))
 }
 
 const toRegExp = (path: string) =>

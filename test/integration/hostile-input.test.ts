@@ -203,6 +203,43 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("deeply neste
       }),
   )
 
+  it.effect("a route that takes no body refuses one with anything in it, changing nothing; none and {} pass", () =>
+    Effect.gen(function* () {
+      const base = yield* baseUrl
+      const token = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const me = rawRequest(`${base}/v1/me`, { headers: bearer(token) })
+      const logout = (body: string | undefined, chunked = false) =>
+        rawRequest(`${base}/v1/auth/logout`, {
+          method: "POST",
+          headers: { ...json, ...bearer(token) },
+          ...(body === undefined ? {} : { body }),
+          chunked,
+        })
+      // Spec, Wire conventions 1: unknown fields in a request body are rejected, on a route without fields too.
+      for (const [body, chunked] of [
+        ['{"everywhere":true}', false],
+        ['{"everywhere":true}', true],
+        ["[]", false],
+        ["null", false],
+        ["not json", false],
+      ] as const) {
+        const res = yield* logout(body, chunked)
+        expect(res.status, `${body}: ${res.text.slice(0, 300)}`).toBe(400)
+        expect((res.json as { error: { code: string; message: string } }).error).toMatchObject({
+          code: "INVALID_REQUEST",
+          message: "this route takes no request body (send none, or {})",
+        })
+        expect((yield* me).status).toBe(200)
+      }
+      expect((yield* logout("{}")).status).toBe(204)
+      expect((yield* me).status).toBe(401)
+      // No body at all: the session it names is signed out as before.
+      const other = yield* signIn(base, privateKeyToAccount(generatePrivateKey()))
+      const plain = yield* rawRequest(`${base}/v1/auth/logout`, { method: "POST", headers: bearer(other) })
+      expect(plain.status).toBe(204)
+    }),
+  )
+
   it.effect("a deeply nested subscription frame is a protocol_error on the stream", () =>
     Effect.gen(function* () {
       const base = yield* baseUrl
