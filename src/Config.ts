@@ -186,7 +186,8 @@ export class VenueConfig extends Schema.Class<VenueConfig>("VenueConfig")({
 export class Limits extends Schema.Class<Limits>("Limits")({
   requests_per_second: Schema.optionalWith(PositiveInt, { default: () => 60 }),
   request_burst: Schema.optionalWith(PositiveInt, { default: () => 120 }),
-  body_bytes: Schema.optionalWith(PositiveInt, { default: () => 65536 }),
+  /** Spec, Wire conventions 1: request bodies are at most 64 KiB, so a deployment may lower it, never raise it. */
+  body_bytes: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 65536)), { default: () => 65536 }),
   batch_orders: Schema.optionalWith(PositiveInt, { default: () => 20 }),
   /**
    * The spec fixes a lease's ttl_seconds at 5 to 120 and the route's schema applies exactly that, so these are

@@ -32,6 +32,8 @@ describe("deployment config", () => {
         // The spec fixes a lease at 5–120 s and the route applies that: another value would be advertised, not applied.
         [{ ...base, limits: { lease_seconds_min: 1 } }, "limits.lease_seconds_min"],
         [{ ...base, limits: { lease_seconds_max: 300 } }, "limits.lease_seconds_max"],
+        // The spec caps a request body at 64 KiB: a deployment may lower the limit, not raise it.
+        [{ ...base, limits: { body_bytes: 65537 } }, "limits.body_bytes"],
         [{ ...base, surprise: true }, "surprise"],
         [{ ...base, venues: [base.venues[0], base.venues[0]] }, "venues"],
       ]
