@@ -92,6 +92,16 @@ export const chargeLiveCredential = (tokenHash: Buffer, bucket: { readonly rate:
     ),
   )
 
+/** The row lock of a credential's identity (none when the credential is not the master's). */
+const lockIdentityOf = (credentialId: string, master: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`
+      select 1 from quote_identities
+      where id = (select quote_identity_id from credentials where id = ${credentialId} and master = ${master})
+      for update`,
+  )
+
 /**
  * Replaces the bearer (the old one stops working at once) and clears the identity's current quotes
  * by advancing its cancel epoch. The identity and its signing key stay.
@@ -100,6 +110,9 @@ export const rotateCredential = (p: { id: string; master: string; tokenHash: Buf
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
+        // Identity first, then the credential, as issuing does: a rotation or revocation that locked the credential
+        // first deadlocked with an issue for the same identity (the issue's unique check waited on it; 500).
+        yield* lockIdentityOf(p.id, p.master)
         const rows = yield* sql<CredentialRow>`
           update credentials set token_hash = ${p.tokenHash}, rotated_at = ${new Date(p.nowMs)}
           where id = ${p.id} and master = ${p.master} and revoked_at is null
@@ -128,6 +141,9 @@ export const revokeCredentialAndIdentity = (p: { credentialId: string; master: s
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
+        // Identity first, then the credential, as issuing does: a rotation or revocation that locked the credential
+        // first deadlocked with an issue for the same identity (the issue's unique check waited on it; 500).
+        yield* lockIdentityOf(p.credentialId, p.master)
         const now = new Date(p.nowMs)
         const [credential] = yield* sql<{ quote_identity_id: string }>`
           update credentials set revoked_at = ${now}

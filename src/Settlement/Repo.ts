@@ -329,8 +329,8 @@ export const advanceFill = (f: FillRow, state: "locked" | "paid" | "claimed") =>
  * Ends a fill (guarded by its state) with its journal rows; a settled fill advances its order's `filled` and
  * `received` and publishes its trade, unless `unpaid` (v2: delivered without any payment): then only `filled`.
  * Then the take rolls up once all of its fills are final: settled (all settled), partial (some), failed (none).
- * Three statements: the fill's update with its order's (guarded by the fill's), the journal rows, the roll-up (a
- * later statement: it must see this fill final).
+ * Four statements: the take's row lock, the fill's update with its order's (guarded by the fill's), the journal
+ * rows, the roll-up (a later statement: it must see this fill final).
  */
 export const finishFill = (
   f: FillRow,
@@ -341,6 +341,10 @@ export const finishFill = (
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     joinTransaction(
       Effect.gen(function* () {
+        // Locks are taken take → fill → order, as every path of a take does (its signatures, PayV2's cancels,
+        // advanceFillV2): the roll-up below needs the take, and a cancel holding the take while it waited for this
+        // fill's row deadlocked with a finish that had locked the fill first (one side answered 500).
+        yield* sql`select 1 from takes where id = ${f.take_id} for update`
         const settled = state === "settled"
         const paid = settled && options.unpaid !== true
         const rows = yield* sql<{ settled_at: Date | null }>`
