@@ -279,29 +279,37 @@ export const linkWithAgentApproval = (p: {
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.gen(function* () {
       const address = p.address.toLowerCase()
-      const [existing] = yield* sql<LinkedRow>`
+      const current = sql<LinkedRow>`
         select venue, address, venue_wallet, expires_at, linked_at from linked_accounts
         where master = ${p.master} and venue = ${p.venue} for update`
-      if (existing !== undefined) {
-        if (existing.address !== address) return { _tag: "VenueTaken" } as AgentLinkOutcome
-        const [row] = yield* sql<LinkedRow>`
-          update linked_accounts set expires_at = ${new Date(p.expiresMs)}
-          where master = ${p.master} and venue = ${p.venue}
-          returning venue, address, venue_wallet, expires_at, linked_at`
-        yield* appendJournal({
-          kind: "account.linked",
-          master: p.master,
-          payload: { venue: p.venue, address, expires_at: new Date(p.expiresMs).toISOString() },
+      const refresh = (existing: LinkedRow) =>
+        Effect.gen(function* () {
+          if (existing.address !== address) return { _tag: "VenueTaken" } as AgentLinkOutcome
+          const [row] = yield* sql<LinkedRow>`
+            update linked_accounts set expires_at = ${new Date(p.expiresMs)}
+            where master = ${p.master} and venue = ${p.venue}
+            returning venue, address, venue_wallet, expires_at, linked_at`
+          yield* appendJournal({
+            kind: "account.linked",
+            master: p.master,
+            payload: { venue: p.venue, address, expires_at: new Date(p.expiresMs).toISOString() },
+          })
+          return { _tag: "Linked", row: row!, created: false } as AgentLinkOutcome
         })
-        return { _tag: "Linked", row: row!, created: false } as AgentLinkOutcome
-      }
+      const [existing] = yield* current
+      if (existing !== undefined) return yield* refresh(existing)
       const inserted = yield* sql<LinkedRow>`
         insert into linked_accounts (master, venue, address, venue_wallet, expires_at, linked_at)
         values (${p.master}, ${p.venue}, ${address}, null, ${new Date(p.expiresMs)}, ${new Date(p.nowMs)})
         on conflict do nothing
         returning venue, address, venue_wallet, expires_at, linked_at`
       const row = inserted[0]
-      if (row === undefined) return { _tag: "AddressTaken" } as AgentLinkOutcome
+      if (row === undefined) {
+        // A conflict: this master's link of the venue committed meanwhile (an identical request raced this one: a
+        // repeat, so refreshed as one), or the address is another master's.
+        const [raced] = yield* current
+        return raced !== undefined ? yield* refresh(raced) : ({ _tag: "AddressTaken" } as AgentLinkOutcome)
+      }
       yield* appendJournal({
         kind: "account.linked",
         master: p.master,

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
+import { linkWithAgentApproval } from "../../src/Accounts/VenueAgents.ts"
 import { insertCredential, revokeCredentialAndIdentity, rotateCredential } from "../../src/Credentials/Repo.ts"
 import { finishFill, settlingFills } from "../../src/Settlement/Repo.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
@@ -134,4 +135,36 @@ layer(TestDatabaseLive, { timeout: "60 seconds", excludeTestServices: true })("l
       }),
     )
   }
+
+  // Two identical agent-approval links of one master (a sign-in and a repeat): the loser's insert waited for the
+  // winner's row and found it; it answered "address linked to another account" (409) instead of the same link.
+  it.effect("an identical agent-approval link racing another: the loser gets the same link, not AddressTaken", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const master = `0x${crypto.randomUUID().replaceAll("-", "").padEnd(40, "2")}`
+      const address = `0x${crypto.randomUUID().replaceAll("-", "").padEnd(40, "3")}`
+      yield* sql`insert into accounts (master, access, created_at) values (${master}, 'granted', now())`
+      const link = { master, venue: "aster", address, expiresMs: Date.now() + 3_600_000, nowMs: Date.now() }
+      const held = yield* Deferred.make<void>()
+      const commit = yield* Deferred.make<void>()
+      const winner = yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const outcome = yield* linkWithAgentApproval(link)
+            yield* Deferred.succeed(held, undefined)
+            yield* Deferred.await(commit)
+            return outcome
+          }),
+        )
+        .pipe(Effect.fork)
+      yield* Deferred.await(held)
+      const loser = yield* sql.withTransaction(linkWithAgentApproval(link)).pipe(Effect.fork)
+      // The loser's insert now waits on the winner's uncommitted row.
+      yield* Effect.sleep("300 millis")
+      yield* Deferred.succeed(commit, undefined)
+      expect((yield* Fiber.join(winner))._tag).toBe("Linked")
+      const second = yield* Fiber.join(loser)
+      expect(second).toMatchObject({ _tag: "Linked", created: false, row: { address } })
+    }),
+  )
 })
