@@ -26,6 +26,17 @@ import {
   EXAMPLE_TAKE_WITH_SIGN_ITEMS,
 } from "./Examples.ts"
 
+/**
+ * A take's idempotency key. `transfer:` is reserved: a transfer's take is created under `transfer:<transfer id>`
+ * (src/Transfers/Repo.ts clientTakeIdOf), and a take of the caller's own under such an id would make that
+ * transfer's take a 409 for good.
+ */
+const ClientTakeId = ClientId.pipe(
+  Schema.filter((id) => !id.startsWith("transfer:"), {
+    message: () => "client_take_id may not start with transfer: (reserved for transfers' takes)",
+  }),
+)
+
 /** A quote exactly as the maker published and signed it (one entry of its quote set). */
 export const QuoteView = Schema.Struct({
   venue: Schema.String,
@@ -163,7 +174,7 @@ export class TakesApi extends HttpApiGroup.make("takes")
     HttpApiEndpoint.post("create", "/v1/takes")
       .setPayload(
         RequestBody("CreateTakeRequest", {
-          client_take_id: ClientId,
+          client_take_id: ClientTakeId,
           from: VenueId,
           to: VenueId,
           amount_in: Amount,

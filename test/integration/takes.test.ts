@@ -569,6 +569,8 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("takes", (it)
         [{ ...body, client_take_id: "" }, 400, "INVALID_REQUEST"],
         [{ ...body, client_take_id: "x".repeat(65) }, 400, "INVALID_REQUEST"],
         [{ ...body, client_take_id: "bad id" }, 400, "INVALID_REQUEST"],
+        // Reserved for a transfer's take: a take of one's own under it would make that transfer's take a 409.
+        [{ ...body, client_take_id: `transfer:${crypto.randomUUID()}` }, 400, "INVALID_REQUEST"],
         [{ ...body, extra: true }, 400, "INVALID_REQUEST"],
         [{ from: "aster", to: "hyperliquid", amount_in: "1000000" }, 400, "INVALID_REQUEST"],
       ]
