@@ -25,6 +25,36 @@ const venue = (id: string, chainId: number, n: number) => ({
   escrow: `0x${(n + 1).toString(16).padStart(40, "0")}`,
 })
 
+/**
+ * One transaction runs `first`; then `other` starts in a transaction of its own; once `other` has had time to reach
+ * its first wait (500 ms), the first transaction runs `then` with `first`'s result and commits. Both exits.
+ */
+const interleave = <A, B, C>(
+  first: Effect.Effect<A, unknown, SqlClient.SqlClient>,
+  then: (a: A) => Effect.Effect<B, unknown, SqlClient.SqlClient>,
+  other: Effect.Effect<C, unknown, SqlClient.SqlClient>,
+) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const held = yield* Deferred.make<void>()
+    const go = yield* Deferred.make<void>()
+    const holder = yield* sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const a = yield* first
+          yield* Deferred.succeed(held, undefined)
+          yield* Deferred.await(go)
+          return yield* then(a)
+        }),
+      )
+      .pipe(Effect.exit, Effect.fork)
+    yield* Deferred.await(held)
+    const second = yield* sql.withTransaction(other).pipe(Effect.exit, Effect.fork)
+    yield* Effect.sleep("500 millis")
+    yield* Deferred.succeed(go, undefined)
+    return [yield* Fiber.join(holder), yield* Fiber.join(second)] as const
+  })
+
 layer(TestDatabaseLive, { timeout: "60 seconds", excludeTestServices: true })("lock order", (it) => {
   it.effect("a finish and a request holding the take, then writing the fill: both complete, no deadlock", () =>
     Effect.gen(function* () {
@@ -44,27 +74,13 @@ layer(TestDatabaseLive, { timeout: "60 seconds", excludeTestServices: true })("l
       const [fill] = yield* settlingFills(10, null, takeId)
       expect(fill?.id).toBe(fillId)
 
-      const held = yield* Deferred.make<void>()
-      const write = yield* Deferred.make<void>()
       // The request: the take's row lock, then (once the finish is under way) the fill's row, as PayV2's cancels do.
-      const request = yield* sql
-        .withTransaction(
-          Effect.gen(function* () {
-            yield* sql`select 1 from takes where id = ${takeId} for update`
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(write)
-            yield* sql`update fills set error = 'cancel requested' where id = ${fillId}`
-          }),
-        )
-        .pipe(Effect.exit, Effect.fork)
-      yield* Deferred.await(held)
-      const finish = yield* sql
-        .withTransaction(finishFill(fill!, "failed", "lock window ended"))
-        .pipe(Effect.exit, Effect.fork)
-      // Long enough for the finish to reach its first wait (before: its fill update done, waiting for the take).
-      yield* Effect.sleep("500 millis")
-      yield* Deferred.succeed(write, undefined)
-      const [requested, finished] = [yield* Fiber.join(request), yield* Fiber.join(finish)]
+      // Before, the finish had locked the fill and waited for the take by then.
+      const [requested, finished] = yield* interleave(
+        sql`select 1 from takes where id = ${takeId} for update`,
+        () => sql`update fills set error = 'cancel requested' where id = ${fillId}`,
+        finishFill(fill!, "failed", "lock window ended"),
+      )
       expect(Exit.isSuccess(requested), String(requested)).toBe(true)
       expect(Exit.isSuccess(finished), String(finished)).toBe(true)
       expect(yield* sql`select state, final from fills where id = ${fillId}`).toEqual([
@@ -97,34 +113,22 @@ layer(TestDatabaseLive, { timeout: "60 seconds", excludeTestServices: true })("l
         })
         expect(issued._tag).toBe("Issued")
 
-        const held = yield* Deferred.make<void>()
-        const write = yield* Deferred.make<void>()
-        // The issue: the identity's row lock, then (once the change is under way) the new credential's insert.
-        const issue = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              yield* sql`select 1 from quote_identities where id = ${identityId} for update`
-              yield* Deferred.succeed(held, undefined)
-              yield* Deferred.await(write)
-              return yield* sql`
-                insert into credentials (id, master, quote_identity_id, token_hash, scopes, created_at)
-                values (${crypto.randomUUID()}, ${master}, ${identityId}, ${Buffer.from(crypto.randomUUID())},
-                        '{quote}'::text[], now())
-                on conflict do nothing returning id`
-            }),
-          )
-          .pipe(Effect.exit, Effect.fork)
-        yield* Deferred.await(held)
         const rotateOrRevoke: Effect.Effect<void, unknown, SqlClient.SqlClient> =
           change === "rotate"
             ? Effect.asVoid(
                 rotateCredential({ id: live, master, tokenHash: Buffer.from(crypto.randomUUID()), nowMs: Date.now() }),
               )
             : Effect.asVoid(revokeCredentialAndIdentity({ credentialId: live, master, nowMs: Date.now() }))
-        const changed = yield* rotateOrRevoke.pipe(Effect.exit, Effect.fork)
-        yield* Effect.sleep("500 millis")
-        yield* Deferred.succeed(write, undefined)
-        const [inserted, done] = [yield* Fiber.join(issue), yield* Fiber.join(changed)]
+        // The issue: the identity's row lock, then (once the change is under way) the new credential's insert.
+        const [inserted, done] = yield* interleave(
+          sql`select 1 from quote_identities where id = ${identityId} for update`,
+          () => sql`
+            insert into credentials (id, master, quote_identity_id, token_hash, scopes, created_at)
+            values (${crypto.randomUUID()}, ${master}, ${identityId}, ${Buffer.from(crypto.randomUUID())},
+                    '{quote}'::text[], now())
+            on conflict do nothing returning id`,
+          rotateOrRevoke,
+        )
         expect(Exit.isSuccess(inserted), String(inserted)).toBe(true)
         expect(Exit.isSuccess(done), String(done)).toBe(true)
         // The live credential stayed the identity's one: the issue found it live and inserted nothing.
@@ -145,26 +149,14 @@ layer(TestDatabaseLive, { timeout: "60 seconds", excludeTestServices: true })("l
       const address = `0x${crypto.randomUUID().replaceAll("-", "").padEnd(40, "3")}`
       yield* sql`insert into accounts (master, access, created_at) values (${master}, 'granted', now())`
       const link = { master, venue: "aster", address, expiresMs: Date.now() + 3_600_000, nowMs: Date.now() }
-      const held = yield* Deferred.make<void>()
-      const commit = yield* Deferred.make<void>()
-      const winner = yield* sql
-        .withTransaction(
-          Effect.gen(function* () {
-            const outcome = yield* linkWithAgentApproval(link)
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(commit)
-            return outcome
-          }),
-        )
-        .pipe(Effect.fork)
-      yield* Deferred.await(held)
-      const loser = yield* sql.withTransaction(linkWithAgentApproval(link)).pipe(Effect.fork)
-      // The loser's insert now waits on the winner's uncommitted row.
-      yield* Effect.sleep("300 millis")
-      yield* Deferred.succeed(commit, undefined)
-      expect((yield* Fiber.join(winner))._tag).toBe("Linked")
-      const second = yield* Fiber.join(loser)
-      expect(second).toMatchObject({ _tag: "Linked", created: false, row: { address } })
+      // The loser's insert waits on the winner's uncommitted row, then finds it.
+      const [winner, loser] = yield* interleave(
+        linkWithAgentApproval(link),
+        Effect.succeed,
+        linkWithAgentApproval(link),
+      )
+      expect(Exit.isSuccess(winner) && winner.value._tag).toBe("Linked")
+      expect(Exit.isSuccess(loser) && loser.value).toMatchObject({ _tag: "Linked", created: false, row: { address } })
     }),
   )
 })
