@@ -2,6 +2,7 @@ import { Entity } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, FiberHandle, Layer, Schedule } from "effect"
 import { publicFailureMessage, Supervision } from "../src/Cluster/Supervision.ts"
+import { toLeaseExpiry } from "../src/Domain/Primitives.ts"
 import { BackstopAt, QuoteIdentityLease, type Renew } from "../src/QuoteIdentities/Lease.ts"
 import { runRenewal } from "../src/QuoteIdentities/Renewal.ts"
 import { expireLease } from "../src/QuoteIdentities/Repo.ts"
@@ -125,7 +126,7 @@ const QuoteIdentityLeaseEntityLive = QuoteIdentityLease.toLayer(
           return {
             _tag: "Renewed" as const,
             generation: renewed.generation,
-            expires_at: renewed.lease_expires_at.toISOString(),
+            expires_at: toLeaseExpiry(renewed.lease_expires_at),
           }
         }),
       Backstop: ({ payload }) =>

@@ -13,6 +13,7 @@ import { verifyTypedData } from "viem"
 import { callEntity } from "./Cluster/EntityCall.ts"
 import { AppConfig, siweSettings } from "./Config.ts"
 import { Forbidden, NotFound, SignatureInvalid, StateConflict } from "./Domain/Errors.ts"
+import { toLeaseExpiry } from "./Domain/Primitives.ts"
 import type { DeferredCaller, Principal } from "./Domain/Principal.ts"
 import { quoteIdentityRegistrationTypedData } from "./Domain/QuoteIdentityRegistration.ts"
 import { shapeFailure } from "./Domain/SignatureFailure.ts"
@@ -44,7 +45,7 @@ export const toQuoteIdentity = (row: QuoteIdentityRow, fade: FadeRecord = NO_FAD
   signer: row.signer,
   kind: row.kind,
   generation: row.generation,
-  lease_expires_at: row.lease_expires_at.toISOString(),
+  lease_expires_at: toLeaseExpiry(row.lease_expires_at),
   cancel_epoch: row.cancel_epoch,
   revoked: row.revoked_at !== null,
   fade: {
@@ -195,7 +196,7 @@ export class QuoteIdentities extends Effect.Service<QuoteIdentities>()("QuoteIde
         ? yield* callEntity(lease(lower).Renew(request), { timeout: RENEWAL_TIMEOUT, what: "lease renewal" })
         : yield* Effect.map(Effect.provideService(runRenewal(lower, request), SqlClient.SqlClient, sql), (r) =>
             r._tag === "Renewed"
-              ? { _tag: "Renewed" as const, generation: r.generation, expires_at: r.lease_expires_at.toISOString() }
+              ? { _tag: "Renewed" as const, generation: r.generation, expires_at: toLeaseExpiry(r.lease_expires_at) }
               : r,
           )
       if (renewed._tag === "BudgetSpent") return renewed

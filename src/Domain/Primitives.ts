@@ -47,3 +47,11 @@ export const PositiveInt = Schema.Int.pipe(Schema.positive())
 export const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 
 export const toRfc3339 = (ms: number): string => new Date(ms).toISOString()
+
+/**
+ * A lease expiry on the wire: whole seconds, rounded down, so the browser lease reads the spec's literal
+ * `9999-12-31T00:00:00Z` and a maker never reads a lease as longer than it is (spec: Wire conventions 3 keeps
+ * fractional seconds for snapshots and history only).
+ */
+export const toLeaseExpiry = (at: Date): string =>
+  `${new Date(Math.floor(at.getTime() / 1000) * 1000).toISOString().slice(0, 19)}Z`

@@ -56,7 +56,7 @@ export const QuoteIdentity = Schema.Struct({
       signer: SIGNER,
       kind: "credential",
       generation: "0",
-      lease_expires_at: "2025-06-02T09:40:30.000Z",
+      lease_expires_at: "2025-06-02T09:40:30Z",
       cancel_epoch: "0",
       revoked: false,
       fade: NO_FADES,
@@ -66,7 +66,7 @@ export const QuoteIdentity = Schema.Struct({
       signer: SIGNER,
       kind: "credential",
       generation: "1",
-      lease_expires_at: "2025-06-02T09:42:30.000Z",
+      lease_expires_at: "2025-06-02T09:42:30Z",
       cancel_epoch: "0",
       revoked: false,
       fade: NO_FADES,
@@ -204,7 +204,7 @@ export class QuoteIdentitiesApi extends HttpApiGroup.make("quoteIdentities")
       .setPayload(LeaseRequest)
       .addSuccess(
         Schema.Struct({ identity_id: Schema.String, generation: Schema.String, expires_at: Timestamp }).annotations({
-          examples: [{ identity_id: IDENTITY_ID, generation: "1", expires_at: "2025-06-02T09:42:30.000Z" }],
+          examples: [{ identity_id: IDENTITY_ID, generation: "1", expires_at: "2025-06-02T09:42:30Z" }],
         }),
       )
       .addError(Forbidden)
@@ -221,7 +221,7 @@ export class QuoteIdentitiesApi extends HttpApiGroup.make("quoteIdentities")
           "after it (and at the first renewal: a new identity's lease starts expired at generation 0) the " +
           "generation advances, and the quote sets of older generations are deactivated in the same statement " +
           "and never become active again: sign new sets for the answered generation. A browser identity's " +
-          "lease never ends (answered unchanged, 9999-12-31T00:00:00.000Z). Renew every few seconds: when " +
+          "lease never ends (answered unchanged, 9999-12-31T00:00:00Z). Renew every few seconds: when " +
           "renewals stop the lease lapses at `expires_at`, the identity's quote sets are deactivated and " +
           "`quote_identity.lease_expired` is journaled (accepted fills are not recalled). A repeat simply " +
           "renews again from now.\n\n" +

@@ -48,6 +48,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("makers: iden
       const lease1 = first.json as { identity_id: string; generation: string; expires_at: string }
       expect(lease1.generation).toBe("1")
       expect(Date.parse(lease1.expires_at) - Date.now()).toBeGreaterThan(25_000)
+      // Whole seconds, rounded down (spec Wire conventions 3: fractions are for snapshots and history).
+      expect(lease1.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
       const second = (yield* renew(base, credential.token, identity.id, 60)).json as typeof lease1
       expect(second.generation).toBe("1")
       // After expiry (in database time) the next renewal advances the generation.
@@ -73,7 +75,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("makers: iden
       const token = yield* signIn(base, fresh())
       const me = (yield* rawRequest(`${base}/v1/me`, { headers: bearer(token) })).json as { quote_identity_id: string }
       const browser = yield* renew(base, token, me.quote_identity_id, 30)
-      expect(browser.json).toMatchObject({ generation: "0", expires_at: "9999-12-31T00:00:00.000Z" })
+      expect(browser.json).toMatchObject({ generation: "0", expires_at: "9999-12-31T00:00:00Z" })
       const identity = yield* registerIdentity(base, token, fresh())
       const credential = yield* issueCredential(base, token, identity.id, ["quote", "read"])
       const own = yield* rawRequest(`${base}/v1/quote-identities/${identity.id}`, { headers: bearer(credential.token) })
