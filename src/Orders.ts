@@ -198,11 +198,13 @@ export class Orders extends Effect.Service<Orders>()("Orders", {
                 if (Option.isNone(link) || link.value.address !== owner) {
                   return yield* new NotFound({ message: `owner_address is not your linked account on ${venue.id}` })
                 }
+                // The whole shortfall must arrive: a fee the venue takes out of the amount goes on top.
                 return yield* prepareWithdrawal({
                   master,
                   venue: venue.id,
                   amount: amount - permit.balance,
                   to: "signer",
+                  feeOnTop: true,
                 })
               }),
             )

@@ -264,7 +264,8 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
       const preparation =
         shortfall === 0n
           ? undefined
-          : yield* run(prepareWithdrawal({ master, venue: from.id, amount: shortfall, to: "signer" }))
+          : // What arrives must cover the shortfall: the venue's fee (Aster's, taken out of the signed amount) goes on top.
+            yield* run(prepareWithdrawal({ master, venue: from.id, amount: shortfall, to: "signer", feeOnTop: true }))
       const transfer: NewTransfer = {
         id: yield* run(randomUuid),
         master,

@@ -86,6 +86,11 @@ const setup = Command.make(
     receive: textWithDefault("receive", "1000000", "… for RECEIVE units paid on the receive venue"),
     "min-fill": textWithDefault("min-fill", "100000", "default quote: the smallest fill, in SUPPLY units (≤ supply)"),
     "quote-size": optionalText("quote-size", "the most one quote set offers (default: half the amount)"),
+    "max-venue-fee": textWithDefault(
+      "max-venue-fee",
+      "1000000",
+      "base units: the most a venue_transfer may pay the venue as its signed withdrawal fee (Aster's), on top",
+    ),
     timeout: textWithDefault("timeout", "300", "seconds to wait for the order to be funded"),
   },
   (flags) =>

@@ -41,6 +41,7 @@ export interface SetupFlags {
   readonly receive: string
   readonly "min-fill": string
   readonly "quote-size"?: string | undefined
+  readonly "max-venue-fee": string
   readonly timeout: string
 }
 
@@ -167,6 +168,7 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
     ["--supply", flags.supply],
     ["--receive", flags.receive],
     ["--min-fill", flags["min-fill"]],
+    ["--max-venue-fee", flags["max-venue-fee"]],
   ] as const) {
     if (!UINT.test(v)) throw new UsageError(`${name} must be an integer (base units)`)
   }
@@ -309,6 +311,7 @@ export const runSetup = async (flags: SetupFlags, env: NodeJS.ProcessEnv, log: (
       version,
       token: getAddress(venue.token),
       decimals: venue.decimals,
+      maxVenueFee: BigInt(flags["max-venue-fee"]),
       // v1 orders drain only (no --rpc asked): their items keep the proposal's chain.
       ...(version === 2 ? { chainId: venue.chain_id } : {}),
     })

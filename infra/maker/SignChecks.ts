@@ -95,12 +95,18 @@ export interface OrderExpectation {
   readonly decimals: number
   /** The venue's chain as the maker's own endpoint reports it (ChainPins.ts): fund_order and permit name it. */
   readonly chainId?: number
+  /**
+   * Base units: the most a venue_transfer may add as the venue's signed withdrawal fee (Aster's `fee`, taken out of
+   * the amount on the way, so the service adds it on top of the shortfall). Default 0: no fee accepted.
+   */
+  readonly maxVenueFee?: bigint
 }
 
 /**
  * The order's sign items, each rebuilt from the expectation: `fund_order` (this order, this owner, this signer,
  * this amount, the reviewed escrow), `permit` (the owner's tokens, to the reviewed escrow, exactly the amount),
- * and a `venue_transfer` (a venue transfer to the owner's own address of at most the amount). Any other item, or
+ * and a `venue_transfer` (a venue transfer to the owner's own address of at most the amount, plus a signed venue
+ * fee of at most `maxVenueFee`). Any other item, or
  * any difference, stops setup. Returns kind → typed data to sign.
  */
 export const orderItemsToSign = (
@@ -166,9 +172,13 @@ const checkVenueTransfer = (td: Wire, e: OrderExpectation) => {
     allowedChainIds: [Number(td?.domain?.chainId)],
   })
   const parsed = Either.isRight(hyperliquid)
-    ? { destination: String(hyperliquid.right.action.destination), amount: String(hyperliquid.right.action.amount) }
+    ? {
+        destination: String(hyperliquid.right.action.destination),
+        amount: String(hyperliquid.right.action.amount),
+        fee: "0",
+      }
     : Either.isRight(aster)
-      ? { destination: String(aster.right.destination), amount: aster.right.amount }
+      ? { destination: String(aster.right.destination), amount: aster.right.amount, fee: aster.right.fee }
       : refuse("venue transfer", "it is neither a Hyperliquid transfer nor an Aster withdrawal")
   if (td.primaryType !== "HyperliquidTransaction:SendAsset" && td.primaryType !== "Action") {
     refuse("venue transfer", `${td.primaryType} is not a transfer to the owner's wallet`)
@@ -179,10 +189,18 @@ const checkVenueTransfer = (td: Wire, e: OrderExpectation) => {
       : same(parsed.destination, USDC_SYSTEM_ADDRESS) && td.message.fromSubAccount === ""
   if (!ownWallet) refuse("venue transfer", "it pays another address than the owner's own wallet")
   let units: bigint
+  let fee: bigint
   try {
     units = parseUnits(parsed.amount, e.decimals)
+    fee = parseUnits(parsed.fee, e.decimals)
   } catch {
-    return refuse("venue transfer", `amount ${parsed.amount} is not a decimal`)
+    return refuse("venue transfer", `amount ${parsed.amount} or fee ${parsed.fee} is not a decimal`)
   }
-  if (units <= 0n || units > e.amount) refuse("venue transfer", `it moves ${parsed.amount}, more than the order`)
+  // The venue takes its fee out of the amount: what reaches the wallet is amount - fee.
+  if (fee > (e.maxVenueFee ?? 0n)) {
+    refuse("venue transfer", `its venue fee ${parsed.fee} is more than --max-venue-fee allows`)
+  }
+  if (units <= fee || units - fee > e.amount) {
+    refuse("venue transfer", `it moves ${parsed.amount} (fee ${parsed.fee}), more than the order`)
+  }
 }

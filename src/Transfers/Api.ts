@@ -30,7 +30,10 @@ import {
 export const TRANSFERS_PAGE = 100
 
 export const TransferWithdrawalPreparation = Schema.Struct({
-  /** The shortfall: base units of `from`'s token the payer's wallet lacked at creation. */
+  /**
+   * The amount signed, base units of `from`'s token: what the payer's wallet lacked at creation, plus the venue's
+   * withdrawal fee where the venue takes one out of the amount (Aster), so that the shortfall arrives whole.
+   */
   amount: Schema.String,
   typed_data: Schema.Unknown,
   created_at: Timestamp,
@@ -99,7 +102,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
           "response then cannot be recovered by id. `payer` is your linked address on `from`. When its wallet " +
           "on `from`'s chain holds amount_in, the take is created at once (`take_id`; sign its to_sign from " +
           "GET /v1/takes/{id}). Otherwise `withdrawal_preparation` is the venue withdrawal of the shortfall to " +
-          "the payer (to: signer): sign its typed_data and submit it with POST /v1/withdrawals; once it is " +
+          "the payer (to: signer; a venue fee taken out of the amount, as Aster's, is added to it): sign its typed_data and submit it with POST /v1/withdrawals; once it is " +
           "relayed and the wallet holds amount_in, the service creates the take. No intent is created while a " +
           "withdrawal of the payer's account is unknown (WITHDRAWAL_PENDING): never sign around it.",
       ),

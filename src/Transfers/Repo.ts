@@ -29,7 +29,11 @@ export interface TransferRow {
   readonly cancelled_at: Date | null
   readonly created_at: Date
   readonly updated_at: Date
-  /** The preparation's typed data and creation time (null without a preparation). */
+  /**
+   * The preparation's signed amount (base units: the shortfall plus the venue's fee, if it charges one), typed data
+   * and creation time (null without a preparation).
+   */
+  readonly preparation_amount: string | null
   readonly preparation_typed_data: unknown
   readonly preparation_created_at: Date | null
   /** Every fill of the take final; null before a take exists. */
@@ -46,7 +50,7 @@ const SELECT = (sql: SqlClient.SqlClient) => sql`
     t.from_chain_id::int as from_chain_id, t.to_chain_id::int as to_chain_id, t.shortfall::text as shortfall,
     t.preparation_id, t.take_id, t.error, t.cancelled_at, t.created_at, t.updated_at,
     t.take_version::int as take_version, t.pay_key,
-    p.typed_data as preparation_typed_data, p.created_at as preparation_created_at,
+    p.amount::text as preparation_amount, p.typed_data as preparation_typed_data, p.created_at as preparation_created_at,
     case when t.take_id is null then null
          else not exists (select 1 from fills f where f.take_id = t.take_id and not f.final) end as take_final
   from transfers t left join withdrawal_preparations p on p.id = t.preparation_id`

@@ -27,10 +27,10 @@ export const transferViews = (rows: ReadonlyArray<TransferRow>) =>
         from_chain_id: r.from_chain_id,
         to_chain_id: r.to_chain_id,
         withdrawal_preparation:
-          r.shortfall === null || r.preparation_created_at === null
+          r.preparation_amount === null || r.preparation_created_at === null
             ? null
             : {
-                amount: r.shortfall,
+                amount: r.preparation_amount,
                 typed_data: r.preparation_typed_data,
                 created_at: r.preparation_created_at.toISOString(),
               },

@@ -39,7 +39,7 @@ import {
   microsFromMillis,
   withdrawalReplayableUntilMs,
 } from "./AsterNonce.ts"
-import { fromWholeTokens, isValidDecimals, normalizeWholeTokens, withdrawalAmount } from "./DecimalAmount.ts"
+import { fromWholeTokens, isValidDecimals, normalizeWholeTokens, roundUpTo, withdrawalAmount } from "./DecimalAmount.ts"
 import {
   type AgentApproval,
   Evidence,
@@ -166,10 +166,9 @@ export const makeAsterAdapter = (settings: AsterSettings): Effect.Effect<VenueAd
         if (request.to === "signer" && request.destination.toLowerCase() !== request.address.toLowerCase()) {
           return yield* invalid("to: signer pays the account's own address; destination must be the address")
         }
-        const amount = withdrawalAmount(request.amountBaseUnits, settings.decimals, settings.maxFractionDigits)
-        if (Either.isLeft(amount)) return yield* invalid(amount.left.message)
         const chainId = request.to === "signer" ? settings.withdrawChainId : settings.walletChainId
-        // The fee is signed too; it is the venue's quote for this chain (exact decimal string, not a float).
+        // The fee is signed too; it is the venue's quote for this chain (exact decimal string, not a float). The
+        // venue takes it out of the signed amount: the destination receives amount - fee.
         const info = yield* withdrawInfo(request.address, chainId)
         if (info.withdrawFee === undefined) {
           return yield* invalid(`no ${settings.asset} balance to withdraw on chain ${chainId}`)
@@ -178,9 +177,18 @@ export const makeAsterAdapter = (settings: AsterSettings): Effect.Effect<VenueAd
           Either.map(fromWholeTokens(f, settings.decimals), (units) => ({ text: f, units })),
         )
         if (Either.isLeft(fee)) return yield* invalid(`venue fee ${info.withdrawFee}: ${fee.left.message}`)
-        if (request.amountBaseUnits <= fee.right.units) {
+        const signed =
+          request.feeOnTop === true
+            ? roundUpTo(
+                request.amountBaseUnits + fee.right.units,
+                10n ** BigInt(settings.decimals - settings.maxFractionDigits),
+              )
+            : request.amountBaseUnits
+        if (signed <= fee.right.units) {
           return yield* invalid(`amount does not exceed the withdrawal fee ${fee.right.text}`)
         }
+        const amount = withdrawalAmount(signed, settings.decimals, settings.maxFractionDigits)
+        if (Either.isLeft(amount)) return yield* invalid(amount.left.message)
         const nonce = microsFromMillis(request.nowMs)
         const typedData = withdrawActionTypedData({
           chainId,
@@ -195,7 +203,8 @@ export const makeAsterAdapter = (settings: AsterSettings): Effect.Effect<VenueAd
         return {
           typedData,
           amount: amount.right,
-          amountBaseUnits: request.amountBaseUnits,
+          amountBaseUnits: signed,
+          feeBaseUnits: fee.right.units,
           action: "aster.withdraw",
           nonce,
           destination: request.destination.toLowerCase() as Address,

@@ -99,6 +99,9 @@ export const normalizeWholeTokens = (text: string): Either.Either<string, Amount
   return Either.right(fraction === "" ? integer : `${integer}.${fraction}`)
 }
 
+/** `baseUnits` rounded up to a multiple of `step` (the venue's smallest signable amount). */
+export const roundUpTo = (baseUnits: bigint, step: bigint): bigint => ((baseUnits + step - 1n) / step) * step
+
 /** The amount a withdrawal signs: strictly positive and exactly representable at the venue's precision. */
 export const withdrawalAmount = (
   baseUnits: bigint,

@@ -143,6 +143,8 @@ export const makeHyperliquidAdapter = (
             typedData,
             amount: amount.right,
             amountBaseUnits: request.amountBaseUnits,
+            // Neither action signs a fee: the destination is taken to receive the signed amount (feeOnTop adds none).
+            feeBaseUnits: 0n,
             action,
             nonce: request.nowMs,
             destination: request.destination.toLowerCase() as Address,

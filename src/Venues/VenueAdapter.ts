@@ -32,6 +32,11 @@ export interface WithdrawalRequest {
   readonly destination: Address
   /** Unix ms from the caller's Clock; becomes the venue nonce. Strictly increasing per signer is the caller's job. */
   readonly nowMs: number
+  /**
+   * `amountBaseUnits` is what must reach `destination`: the venue's fee is added to the signed amount (rounded up
+   * to the venue's precision). A transfer's funding withdrawal asks this; a plain withdrawal signs the amount asked.
+   */
+  readonly feeOnTop?: boolean
 }
 
 /** The venue action a prepared withdrawal uses. */
@@ -41,7 +46,10 @@ export interface PreparedWithdrawal {
   readonly typedData: TypedDataObject
   /** Whole tokens exactly as signed ("12.5"). */
   readonly amount: string
+  /** The signed amount in base units; the destination receives it less `feeBaseUnits`. */
   readonly amountBaseUnits: bigint
+  /** The venue's fee, taken out of the signed amount on the way (0 where the wire signs none). */
+  readonly feeBaseUnits: bigint
   readonly action: WithdrawalAction
   /** The venue nonce the signature commits to (Hyperliquid ms, Aster µs); the key for evidence. */
   readonly nonce: number

@@ -84,6 +84,8 @@ export const prepareWithdrawal = (p: {
   readonly venue: string
   readonly amount: bigint
   readonly to: WithdrawalTarget
+  /** `amount` must reach the destination: the venue's fee goes on top (a transfer's funding withdrawal). */
+  readonly feeOnTop?: boolean
 }) =>
   Effect.gen(function* () {
     const { deployment } = yield* AppConfig
@@ -116,8 +118,21 @@ export const prepareWithdrawal = (p: {
     const destination = (p.to === "signer" ? address : (link.venue_wallet ?? address)) as Address
     const nonceMs = yield* nextNonceMs(p.venue, address, now).pipe(Effect.orDie)
     const prepared = yield* adapter
-      .buildWithdrawal({ address, amountBaseUnits: p.amount, to: p.to, destination, nowMs: nonceMs })
+      .buildWithdrawal({
+        address,
+        amountBaseUnits: p.amount,
+        to: p.to,
+        destination,
+        nowMs: nonceMs,
+        feeOnTop: p.feeOnTop === true,
+      })
       .pipe(Effect.catchAll(venueFailure))
+    // With the fee on top the signed amount exceeds `amount`: it too must fit what can be withdrawn.
+    if (prepared.amountBaseUnits > available) {
+      return yield* new InsufficientBalance({
+        message: `${p.amount} base units and the venue's fee of ${prepared.feeBaseUnits} exceed the ${available} that can be withdrawn now`,
+      })
+    }
     const expires = Math.min(now + deployment.withdrawals.preparation_ttl_seconds * 1000, prepared.replayableUntilMs)
     const id = yield* randomUuid
     yield* insertPreparation({
@@ -127,7 +142,7 @@ export const prepareWithdrawal = (p: {
       address,
       target: p.to,
       destination: prepared.destination.toLowerCase(),
-      amount: p.amount,
+      amount: prepared.amountBaseUnits,
       venueAmount: prepared.amount,
       action: prepared.action,
       nonce: prepared.nonce,
@@ -140,7 +155,7 @@ export const prepareWithdrawal = (p: {
     return {
       id,
       venue: p.venue,
-      amount: p.amount,
+      amount: prepared.amountBaseUnits,
       to: p.to,
       destination: prepared.destination.toLowerCase(),
       typedData: prepared.typedData,

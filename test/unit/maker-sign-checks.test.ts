@@ -203,6 +203,30 @@ describe("maker setup signs only what the maker chose", () => {
     refused(() => orderItemsToSign([item("venue_transfer", tooMuch), ...honest()], expectation))
   })
 
+  it("an Aster venue transfer: the order's amount arrives and the signed fee on top is at most --max-venue-fee", () => {
+    const withdrawal = (amount: string, fee: string) =>
+      withdrawActionTypedData({
+        chainId: 56,
+        destination: OWNER,
+        destinationChain: "BSC",
+        token: "USDT",
+        amount,
+        fee,
+        nonce: 1,
+        asterChain: "Mainnet",
+      })
+    const sign = (td: unknown, maxVenueFee?: bigint) =>
+      orderItemsToSign([item("venue_transfer", td), ...honest()], { ...expectation, maxVenueFee: maxVenueFee ?? 0n })
+    // 100 must arrive: 100.5 signed with a 0.5 fee, allowed up to 1 (base units 1,000,000).
+    const exact = withdrawal("100.5", "0.5")
+    expect(sign(exact, 1_000_000n).venue_transfer).toBe(exact)
+    expect(sign(withdrawal("40", "0.5"), 1_000_000n).venue_transfer).toBeDefined()
+    refused(() => sign(exact)) // no fee allowed by default
+    refused(() => sign(withdrawal("101.5", "1.5"), 1_000_000n)) // a fee over the cap
+    refused(() => sign(withdrawal("100.6", "0.5"), 1_000_000n)) // 100.1 would arrive: more than the order
+    refused(() => sign(withdrawal("0.5", "0.5"), 1_000_000n)) // nothing would arrive
+  })
+
   it("the registration: exactly this signer for this master; a QuoteSet in its place is refused", () => {
     const honestRegistration = quoteIdentityRegistrationTypedData({
       chainId: 999,

@@ -10,6 +10,7 @@ import {
   fromWholeTokensFloor,
   isCanonicalWholeTokens,
   normalizeWholeTokens,
+  roundUpTo,
   toWholeTokens,
   withdrawalAmount,
 } from "../../src/Venues/DecimalAmount.ts"
@@ -143,6 +144,16 @@ describe("whole-token amounts", () => {
       fc.property(units, fc.integer({ min: 6, max: 30 }), fc.integer({ min: 0, max: 6 }), (u, d, p) => {
         const r = toWholeTokens(u, d, p)
         expect(Either.isRight(r)).toBe(u % 10n ** BigInt(d - p) === 0n)
+      }),
+    )
+  })
+
+  it("property: roundUpTo gives the least multiple of step at or above the amount", () => {
+    fc.assert(
+      fc.property(units, fc.bigInt({ min: 1n, max: 10n ** 30n }), (u, step) => {
+        const r = roundUpTo(u, step)
+        expect(r % step).toBe(0n)
+        expect(r >= u && r - u < step).toBe(true)
       }),
     )
   })

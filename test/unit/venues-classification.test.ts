@@ -547,6 +547,23 @@ describe("Aster adapter", () => {
     }),
   )
 
+  it.effect("feeOnTop: the fee goes on top of what must arrive, rounded up to the venue's precision", () =>
+    Effect.gen(function* () {
+      const base = { address: USER, to: "signer" as const, destination: USER, nowMs: NOW }
+      const a = yield* aster(() => json(200, withdrawInfo("300", "0.5"))).adapter
+      const plain = yield* a.buildWithdrawal({ ...base, amountBaseUnits: 20_000_000n })
+      expect([plain.amount, plain.amountBaseUnits, plain.feeBaseUnits]).toEqual(["20", 20_000_000n, 500_000n])
+      expect(plain.typedData.message).toMatchObject({ amount: "20", fee: "0.5" })
+      const gross = yield* a.buildWithdrawal({ ...base, amountBaseUnits: 20_000_000n, feeOnTop: true })
+      expect([gross.amount, gross.amountBaseUnits, gross.feeBaseUnits]).toEqual(["20.5", 20_500_000n, 500_000n])
+      expect(gross.typedData.message).toMatchObject({ amount: "20.5", fee: "0.5" })
+      // 18 decimals, 8 signable: 1 wei to arrive + 0.5 fee is signed as 0.50000001 (never less than needed).
+      const fine = yield* aster(() => json(200, withdrawInfo("300", "0.5")), { decimals: 18 }).adapter
+      const rounded = yield* fine.buildWithdrawal({ ...base, amountBaseUnits: 1n, feeOnTop: true })
+      expect([rounded.amount, rounded.amountBaseUnits]).toEqual(["0.50000001", 500_000_010_000_000_000n])
+    }),
+  )
+
   it.effect("agent approval: the venue's message, every permission false, 365 days; relayed as the form", () =>
     Effect.gen(function* () {
       const { adapter, requests } = aster(() => json(200, { code: 200, msg: "success" }))
