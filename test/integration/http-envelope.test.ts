@@ -160,6 +160,9 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("HTTP envelop
       for (const [what, request, message] of cases) {
         expectRefusal(yield* rawExchange(base, request), what, message)
       }
+      // No Host on HTTP/1.1: node's bare 400 before; the envelope now. HTTP/1.0 needs none and is served.
+      expectRefusal(yield* rawExchange(base, "GET /v1/info HTTP/1.1\r\n\r\n"), "no Host", "Host header")
+      expect((yield* rawExchange(base, "GET /v1/info HTTP/1.0\r\n\r\n")).status).toBe(200)
       // An Expect other than 100-continue: node's bare 417 before; the envelope now.
       const expecting = yield* rawExchange(base, "GET /v1/info HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\n\r\n")
       expect(expecting.status, expecting.body).toBe(400)
