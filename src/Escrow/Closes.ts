@@ -151,7 +151,8 @@ export const enqueueClose = <E, R>(c: NewClose, relay: Effect.Effect<unknown, E,
               yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes where digest = ${lower(c.digest)}`
             if (same) return { _tag: "Existing", row: same } as EnqueueOutcome
             const used = yield* sql`select 1 from closes
-            where escrow = ${lower(c.escrow)} and owner = ${owner} and nonce = ${c.nonce!.toString()}`
+            where chain_id = ${c.chainId} and escrow = ${lower(c.escrow)} and owner = ${owner}
+              and nonce = ${c.nonce!.toString()}`
             if (used.length > 0) return { _tag: "NonceUsed" } as EnqueueOutcome
           }
           const [pending] = yield* sql<CloseRow>`select ${sql.literal(COLS)} from closes
