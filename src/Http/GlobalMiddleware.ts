@@ -2,8 +2,10 @@ import { randomUUID } from "node:crypto"
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Clock, Effect, Option } from "effect"
+import { InvalidRequest } from "../Domain/Errors.ts"
 import { acceptRequestId, CurrentRequestId } from "../Domain/RequestId.ts"
 import type { ObserveRequest } from "../Observability/HttpObserver.ts"
+import { envelopeResponse } from "./Envelope.ts"
 import { stampUpgradeAnswer } from "./UpgradeHeaders.ts"
 
 export interface GlobalMiddlewareOptions {
@@ -59,6 +61,18 @@ const traced = <E, R>(
 }
 
 /**
+ * An HTTP/1.1 request without Host (RFC 9112 §3.2) is refused 400 INVALID_REQUEST in the envelope. Node's own check
+ * is off (src/Http/StartingServer.ts): it answers a bare 400, without the request id and server time every response
+ * carries. HTTP/1.0 needs no Host.
+ */
+const requireHost = (app: HttpApp.Default): HttpApp.Default =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    request.headers.host !== undefined || NodeHttpServerRequest.toIncomingMessage(request).httpVersion === "1.0"
+      ? app
+      : envelopeResponse(new InvalidRequest({ message: "an HTTP/1.1 request must carry a Host header" })),
+  )
+
+/**
  * The outermost layer of every request: request id and server time headers on every response
  * (preflights, errors and the stream's 101 Switching Protocols included) and CORS. It wraps the platform's own error handling, so
  * failures and the body limit are handled inside the API (ApiMiddleware), not here.
@@ -74,7 +88,7 @@ export const globalMiddleware = (options: GlobalMiddlewareOptions) => {
   const observe = options.observe
   const traceRoute = options.traceRoute
   return (app: HttpApp.Default): HttpApp.Default => {
-    const withCors = cors(app)
+    const withCors = cors(requireHost(app))
     return Effect.gen(function* () {
       const startedAt = performance.now()
       const request = yield* HttpServerRequest.HttpServerRequest

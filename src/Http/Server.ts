@@ -108,7 +108,7 @@ export const httpLayer = <R = never>(options: HttpOptions<R>) =>
         )
       const refused = (requestId: string, reason: string) =>
         void runFork(
-          Effect.logWarning("request refused before routing (HTTP parser, Expect or Host)").pipe(
+          Effect.logWarning("request refused by the HTTP parser").pipe(
             Effect.annotateLogs({ status: 400, reason, request_id: requestId }),
           ),
         )

@@ -54,7 +54,8 @@ export const startingServer =
     refused: (requestId: string, reason: string) => void = () => undefined,
   ) =>
   (): Server => {
-    // Node's own Host check answers a bare 400 (no envelope, no request id): the check is made here instead.
+    // Node's own Host check answers a bare 400 (no envelope, no request id): the framework makes it instead
+    // (requireHost, src/Http/GlobalMiddleware.ts).
     const server = createServer({ requireHostHeader: false })
     const answer = (req: IncomingMessage, res: ServerResponse) => {
       const id = acceptRequestId(req.headers["x-request-id"] as string | undefined) ?? randomUUID()
@@ -114,22 +115,6 @@ export const startingServer =
       socket.end(`HTTP/1.1 ${InvalidRequest.status} Bad Request\r\n${lines.join("")}\r\n${text}`)
       refused(id, error.code ?? "unknown")
     })
-    // An HTTP/1.1 request without Host (RFC 9112 §3.2: answered 400) is refused before any listener sees it, the
-    // app's included, through the one encoder like node's other refusals.
-    const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
-    server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
-      if (event === "request") {
-        const [req, res] = args as [IncomingMessage, ServerResponse]
-        if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
-          const id = randomUUID()
-          const { text, head } = refusal(id, "an HTTP/1.1 request must carry a Host header")
-          res.writeHead(InvalidRequest.status, head).end(text)
-          refused(id, "host")
-          return true
-        }
-      }
-      return emit(event, ...args)
-    }) as typeof server.emit
     const attached = (event: string | symbol) => {
       if (event !== "request") return
       server.off("request", answer)
