@@ -107,6 +107,9 @@ const ok = (what: string) => (res: { status: number; text: string; json: unknown
     ? Effect.succeed(res.json as { identity_id: string; generation: string; expires_at: string })
     : Effect.dieMessage(`${what}: ${res.status} ${res.text}`)
 
+/** A stored expiry (ms, fractional from the database) as the lease route answers it: whole seconds, rounded down. */
+const wholeSecond = (ms: number) => Math.floor(ms / 1000) * 1000
+
 layer(Live, { timeout: "300 seconds", excludeTestServices: true })("lease entities on three runners", (it) => {
   it.scoped(
     "30 leases expire on time across runners; renewals write no message; a killed owner's lease expires",
@@ -203,9 +206,10 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("lease entiti
         )
         const events = new Set(expired.map((r) => `${r.id}/${r.generation}`))
         expect(events.size).toBe(expired.length)
+        // The renewal answers the stored expiry in whole seconds, rounded down (spec Wire conventions 3).
         for (const id of ids)
           expect(Date.parse(last.get(id)!.expires_at)).toBe(
-            Math.round(expired.find((r) => r.id === id && r.generation === generationOf(id))!.expires),
+            wholeSecond(expired.find((r) => r.id === id && r.generation === generationOf(id))!.expires),
           )
         // The event's time is its journal row's (the expiry's transaction); published_at is printed beside it (the
         // publisher's transaction time: it may start before the row commits, so it is not a bound).
@@ -272,7 +276,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("lease entiti
             `${late.toFixed(0)} ms after the lease's end (published ${(afterKill!.published! - afterKill!.expires).toFixed(0)} ms), ` +
             `handled by ${nameOf(afterKill!.runner)}`,
         )
-        expect(Math.round(afterKill!.expires)).toBe(Date.parse(renewed.expires_at))
+        expect(wholeSecond(afterKill!.expires)).toBe(Date.parse(renewed.expires_at))
         expect(late).toBeLessThanOrEqual(12_000)
         expect(afterKill!.runner).not.toBe(host.address)
       }),
