@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
@@ -71,7 +71,7 @@ interface Health {
 const health = (port: number) =>
   rawRequest(`http://127.0.0.1:${port}/health`).pipe(
     Effect.timeout("3 seconds"),
-    Effect.retry({ times: 20 }),
+    Effect.retry({ times: 20, schedule: Schedule.spaced("250 millis") }),
     Effect.orDie,
   )
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { purgeProcessedMessages, removeDeadRunners } from "../../src/Cluster/RunnerStatusRepo.ts"
 import { clusterStorage } from "../../src/Cluster.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
@@ -102,7 +102,7 @@ const dbNow = Effect.flatMap(
 const healthOf = (port: number) =>
   rawRequest(`http://127.0.0.1:${port}/health`).pipe(
     Effect.timeout("3 seconds"),
-    Effect.retry({ times: 10 }),
+    Effect.retry({ times: 10, schedule: Schedule.spaced("250 millis") }),
     Effect.orDie,
     Effect.map((res) => res.json as { status: string; chains: unknown[]; cluster: ClusterBody }),
   )

@@ -9,12 +9,12 @@ const files = (dir: string): string[] =>
     return statSync(path).isDirectory() ? files(path) : path.endsWith(".ts") ? [path] : []
   })
 
-/** The option objects of every `Effect.repeat({ … })` in a source text (balanced braces). */
-const repeatOptions = (text: string): string[] => {
+/** The option objects of every `<call>({ … })` in a source text (balanced braces). */
+const optionsOf = (text: string, call: "Effect.repeat" | "Effect.retry"): string[] => {
   const found: string[] = []
-  for (let at = text.indexOf("Effect.repeat({"); at >= 0; at = text.indexOf("Effect.repeat({", at + 1)) {
+  for (let at = text.indexOf(`${call}({`); at >= 0; at = text.indexOf(`${call}({`, at + 1)) {
     let depth = 0
-    const start = at + "Effect.repeat(".length
+    const start = at + call.length + 1
     for (let i = start; i < text.length; i++) {
       if (text[i] === "{") depth++
       if (text[i] === "}" && --depth === 0) {
@@ -29,18 +29,25 @@ const repeatOptions = (text: string): string[] => {
 describe("test hygiene", () => {
   // An unpaced repeat polls as fast as the server answers: it spends the session's 60/s request
   // budget (the next request gets a 429) and starves the 2-core CI machine. Poll with pollUntil.
-  it("every Effect.repeat in the tests is paced by a schedule", () => {
+  // The same for retries: `times` without a schedule spends every attempt within milliseconds of a refused
+  // connection, long before a starting service could answer.
+  it("every Effect.repeat and Effect.retry in the tests is paced by a schedule", () => {
     const unpaced = files(join(root, "test"))
       .filter((path) => !path.endsWith("test-hygiene.test.ts"))
       .flatMap((path) =>
-        repeatOptions(readFileSync(path, "utf8"))
-          .filter((options) => /\buntil\b|\bwhile\b/.test(options) && !/\bschedule\b/.test(options))
-          .map((options) => `${relative(root, path)}: Effect.repeat(${options})`),
+        (["Effect.repeat", "Effect.retry"] as const).flatMap((call) =>
+          optionsOf(readFileSync(path, "utf8"), call)
+            .filter((options) => /\buntil\b|\bwhile\b|\btimes\b/.test(options) && !/\bschedule\b/.test(options))
+            .map((options) => `${relative(root, path)}: ${call}(${options})`),
+        ),
       )
     expect(unpaced).toEqual([])
   })
 
-  it("finds an unpaced repeat", () => {
-    expect(repeatOptions("x.pipe(Effect.repeat({ until: (o) => o.ok }))")).toEqual(["{ until: (o) => o.ok }"])
+  it("finds an unpaced repeat or retry", () => {
+    expect(optionsOf("x.pipe(Effect.repeat({ until: (o) => o.ok }))", "Effect.repeat")).toEqual([
+      "{ until: (o) => o.ok }",
+    ])
+    expect(optionsOf("x.pipe(Effect.retry({ times: 3 }))", "Effect.retry")).toEqual(["{ times: 3 }"])
   })
 })
