@@ -12,6 +12,7 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { awaitExit, spawnService, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
+import { expectJournalGapless } from "../support/JournalInvariant.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
 
 /**
@@ -167,6 +168,7 @@ layer(Live, { timeout: "400 seconds", excludeTestServices: true })("crash harnes
           "tx.queued": submitted.length,
           "tx.final": submitted.length,
         })
+        yield* expectJournalGapless
       }),
     400_000,
   )

@@ -12,6 +12,7 @@ import { type CrashableService, spawnService, stopService } from "../support/Cha
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
+import { expectJournalGapless } from "../support/JournalInvariant.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
 
@@ -358,6 +359,7 @@ layer(Live, { timeout: "540 seconds", excludeTestServices: true })("closes acros
           { kind: "close.final", n: "1" },
           { kind: "close.pending", n: "1" },
         ])
+        yield* expectJournalGapless
       }),
     540_000,
   )

@@ -11,6 +11,7 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { awaitExit, type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
+import { expectJournalGapless } from "../support/JournalInvariant.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
 import { makerOrder, signedTake } from "../support/Takes.ts"
 import { TEST_ORIGIN, testAppConfig } from "../support/TestConfig.ts"
@@ -175,6 +176,7 @@ layer(Live, { timeout: "900 seconds", excludeTestServices: true })("settlement a
         // Each step journaled once per party (taker and maker).
         for (const k of kinds) expect(k.n, k.kind).toBe("2")
         expect(kinds.map((k) => k.kind)).toContain("fill.settled")
+        yield* expectJournalGapless
       }),
     900_000,
   )

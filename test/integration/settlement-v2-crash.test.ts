@@ -13,6 +13,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Hex } from "viem"
 import { account } from "../support/ChainDevnet.ts"
+import { expectJournalGapless } from "../support/JournalInvariant.ts"
 import { pollUntil } from "../support/Poll.ts"
 import { settleRequestsAtRest } from "../support/Rows.ts"
 import { V2Harness, v2HarnessLive } from "../support/SettleV2Harness.ts"
@@ -190,6 +191,7 @@ layer(Live, { timeout: "600 seconds", excludeTestServices: true })("settlement v
             payer: taker.account.address,
           })
           expect(yield* secretsInDatabase(secrets)).toEqual([used])
+          yield* expectJournalGapless
         }),
       ),
     420_000,

@@ -16,6 +16,7 @@ import { freePort } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
+import { expectJournalGapless } from "../support/JournalInvariant.ts"
 import { type ServiceProcess, startService } from "../support/Process.ts"
 import { bearer, post, signIn } from "../support/SignIn.ts"
 import { TEST_ORIGIN } from "../support/TestConfig.ts"
@@ -210,6 +211,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("withdrawal d
         expect((yield* onChainBalance(node, applied.address)) - applied.onChain).toBe(12n * USDC)
         expect(node.sim.control.balance(lost.address)).toBe(50n * USDC)
         expect(yield* onChainBalance(node, lost.address)).toBe(lost.onChain)
+        yield* expectJournalGapless
       }).pipe(Effect.scoped),
     240_000,
   )
