@@ -33,13 +33,9 @@ export const runJournalPublisher = Effect.gen(function* () {
     }),
     Effect.flatMap(({ published }) => (published === BATCH ? drain : Effect.void)),
   )
-  yield* drain.pipe(
-    Effect.zipRight(Queue.take(wake).pipe(Effect.timeout(POLL), Effect.ignore)),
-    Effect.catchAllCause((cause) =>
-      Effect.logWarning("journal publisher failed; retrying", cause).pipe(Effect.zipRight(Effect.sleep("1 second"))),
-    ),
-    Effect.forever,
-  )
+  // A failure (the database gone) ends the run: the supervisor restarts it with the shared backoff and records
+  // the restart and its cause in /health (src/Cluster/Supervision.ts), as for every other singleton.
+  yield* drain.pipe(Effect.zipRight(Queue.take(wake).pipe(Effect.timeout(POLL), Effect.ignore)), Effect.forever)
 }).pipe(Effect.scoped, Effect.annotateLogs({ actor: "JournalPublisher" }))
 
 /** One publisher in the whole cluster: the cursor sequence has a single writer. */

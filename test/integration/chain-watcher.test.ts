@@ -496,11 +496,21 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("venue watche
       const { run } = yield* makeVenueWatcher(deployment.venues[0])
       control.mode = "unreachable"
       const fiber = yield* Effect.fork(run)
-      yield* Effect.sleep("600 millis")
-      const row = yield* chainStatus("hyperliquid")
+      // Polled, not a fixed sleep: under load the first failed poll lands later than ~300 ms.
+      const row = yield* pollUntil(chainStatus("hyperliquid"), (r) => (r?.error ?? "").includes("rpc"), {
+        every: "100 millis",
+        within: "20 seconds",
+      })
       expect(row!.error).toContain("rpc")
-      control.mode = "ok"
+      // Still running after the failures.
+      expect(fiber.unsafePoll()).toBeNull()
       yield* Fiber.interrupt(fiber)
-    }),
+    }).pipe(
+      Effect.ensuring(
+        Effect.sync(() => {
+          control.mode = "ok"
+        }),
+      ),
+    ),
   )
 })
