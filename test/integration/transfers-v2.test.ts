@@ -31,7 +31,7 @@ import {
   get,
   inState,
   lower,
-  submit,
+  submitFunding,
   USDC,
   WithdrawalDevnet,
   waitFor,
@@ -225,20 +225,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers on
       const t = created.json as TransferView
       const prep = t.withdrawal_preparation!
       expect(prep.amount).toBe("20000000")
-      const signature = yield* Effect.promise(() => payer.account.signTypedData(prep.typed_data))
-      const submitted = yield* submit(
-        base,
-        payer.token,
-        {
-          venue: "hyperliquid",
-          amount: prep.amount,
-          to: "signer",
-          destination: payer.address,
-          typed_data: prep.typed_data,
-          expires_at: "",
-        },
-        signature,
-      )
+      const submitted = yield* submitFunding(base, payer.token, payer.account, "hyperliquid", prep)
       expect(submitted.status, submitted.text).toBe(200)
       yield* waitFor(base, payer.token, (submitted.json as { id: string }).id, inState("relayed", "failed", "unknown"))
       yield* Effect.promise(() => hl!.sim.control.payoutsSettled())

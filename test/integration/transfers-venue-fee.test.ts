@@ -23,7 +23,7 @@ import {
   inState,
   lower,
   prepareOk,
-  submit,
+  submitFunding,
   USDC,
   WithdrawalDevnet,
   waitFor,
@@ -109,20 +109,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers: t
         expect(prep.amount).toBe((20n * USDC + FEE).toString())
         expect(prep.typed_data.message).toMatchObject({ amount: "20.5", fee: "0.5" })
 
-        const signature = yield* Effect.promise(() => payer.acct.signTypedData(prep.typed_data))
-        const submitted = yield* submit(
-          base,
-          payer.token,
-          {
-            venue: "aster",
-            amount: prep.amount,
-            to: "signer",
-            destination: payer.address,
-            typed_data: prep.typed_data,
-            expires_at: "",
-          },
-          signature,
-        )
+        const submitted = yield* submitFunding(base, payer.token, payer.acct, "aster", prep)
         expect(submitted.status, submitted.text).toBe(200)
         const id = (submitted.json as { id: string }).id
         expect((yield* waitFor(base, payer.token, id, inState("relayed", "failed", "unknown"))).state).toBe("relayed")

@@ -28,6 +28,7 @@ import {
   inState,
   lower,
   submit,
+  submitFunding,
   USDC,
   WithdrawalDevnet,
   waitFor,
@@ -355,20 +356,7 @@ layer(Live, { timeout: "240 seconds", excludeTestServices: true })("transfers", 
       expect(waiting.items[0]!.take_id).toBeNull()
 
       const prep = t.withdrawal_preparation!
-      const signature = yield* Effect.promise(() => payer.account.signTypedData(prep.typed_data))
-      const submitted = yield* submit(
-        base,
-        payer.token,
-        {
-          venue: "hyperliquid",
-          amount: prep.amount,
-          to: "signer",
-          destination: payer.address,
-          typed_data: prep.typed_data,
-          expires_at: "",
-        },
-        signature,
-      )
+      const submitted = yield* submitFunding(base, payer.token, payer.account, "hyperliquid", prep)
       expect(submitted.status, submitted.text).toBe(200)
       const withdrawal = submitted.json as { id: string }
       const shown = ((yield* listPage(base, payer.token)).json as { items: Array<TransferView> }).items[0]!

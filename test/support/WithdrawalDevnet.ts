@@ -148,6 +148,36 @@ export const submit = (base: string, token: string, prepared: Prepared, signatur
     bearer(token),
   )
 
+/**
+ * A transfer's funding: its `withdrawal_preparation` signed by the payer and submitted (to: signer, the payer's own
+ * address on `venue`'s chain).
+ */
+export const submitFunding = (
+  base: string,
+  token: string,
+  payer: PrivateKeyAccount,
+  venue: string,
+  // biome-ignore lint/suspicious/noExplicitAny: wire typed data
+  prep: { readonly amount: string; readonly typed_data: any },
+) =>
+  Effect.flatMap(
+    Effect.promise(() => payer.signTypedData(prep.typed_data)),
+    (signature) =>
+      submit(
+        base,
+        token,
+        {
+          venue,
+          amount: prep.amount,
+          to: "signer",
+          destination: payer.address.toLowerCase(),
+          typed_data: prep.typed_data,
+          expires_at: "",
+        },
+        signature,
+      ),
+  )
+
 /** Prepare, sign with `account`, submit: the queued withdrawal. */
 export const withdraw = (
   base: string,
