@@ -1,10 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Random, Stream } from "effect"
+import { Deferred, Effect, Fiber, Random } from "effect"
 import { runJournalPublisher } from "../../actors/JournalPublisher.ts"
 import { appendJournal, JOURNAL_PUBLISHED_CHANNEL, journalStats, publishJournalBatch } from "../../src/Sql/Journal.ts"
 import { TestDatabaseLive } from "../support/Database.ts"
+import { listenLive } from "../support/Listen.ts"
 import { pollUntil } from "../support/Poll.ts"
 
 const cursors = Effect.flatMap(
@@ -75,13 +75,10 @@ layer(TestDatabaseLive, { timeout: "120 seconds", excludeTestServices: true })("
       Effect.gen(function* () {
         yield* reset
         const sql = yield* SqlClient.SqlClient
-        const pg = yield* PgClient.PgClient
         const notified: Array<bigint> = []
-        const listener = yield* pg.listen(JOURNAL_PUBLISHED_CHANNEL).pipe(
-          Stream.runForEach((p) => Effect.sync(() => notified.push(BigInt(p)))),
-          Effect.fork,
+        const listener = yield* listenLive(JOURNAL_PUBLISHED_CHANNEL, (p) =>
+          Effect.sync(() => notified.push(BigInt(p))),
         )
-        yield* Effect.sleep("200 millis")
         const publisher = yield* Effect.fork(runJournalPublisher)
         const N = 120
         yield* Effect.forEach(

@@ -6,15 +6,15 @@
  * journal entry and wake-ups are written together, and a waiter wakes on the relayer's outcome notification.
  */
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Option, Queue, Stream } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, Queue } from "effect"
 import { type Address, encodeFunctionData, type Hex } from "viem"
 import { settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { markFinalBatch, markIncludedBatch, markSimulatedRevert, requestByKey } from "../../src/Relayer/Repo.ts"
 import { RELAYER_OUTCOME_CHANNEL, RELAYER_QUEUED_CHANNEL } from "../../src/Relayer/Transitions.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { JOURNAL_PENDING_CHANNEL } from "../../src/Sql/Journal.ts"
+import { listenLive } from "../support/Listen.ts"
 import { testAppConfig, testDeployment } from "../support/TestConfig.ts"
 
 const deployment = testDeployment()
@@ -131,15 +131,10 @@ describe("Relayer service", () => {
         Effect.gen(function* () {
           const relayer = yield* Relayer
           const sql = yield* SqlClient.SqlClient
-          const pg = yield* PgClient.PgClient
           const heard = yield* Queue.unbounded<string>()
           for (const channel of [RELAYER_QUEUED_CHANNEL, RELAYER_OUTCOME_CHANNEL, JOURNAL_PENDING_CHANNEL]) {
-            yield* pg.listen(channel).pipe(
-              Stream.runForEach((payload) => Queue.offer(heard, `${channel}: ${payload}`)),
-              Effect.forkScoped,
-            )
+            yield* listenLive(channel, (payload) => Queue.offer(heard, `${channel}: ${payload}`))
           }
-          yield* Effect.sleep("200 millis") // the listeners' LISTEN is sent
           const request = { idempotencyKey: "svc:cancel:5", venue: venue.id, to: escrow, data: cancelLock(5) }
           // Inside a transaction that rolls back: no row, no journal entry, no wake-up.
           const before = yield* counts
@@ -205,13 +200,8 @@ describe("Relayer service", () => {
           Effect.gen(function* () {
             const relayer = yield* Relayer
             const sql = yield* SqlClient.SqlClient
-            const pg = yield* PgClient.PgClient
             const heard = yield* Queue.unbounded<string>()
-            yield* pg.listen(RELAYER_OUTCOME_CHANNEL).pipe(
-              Stream.runForEach((payload) => Queue.offer(heard, payload)),
-              Effect.forkScoped,
-            )
-            yield* Effect.sleep("200 millis") // the listener's LISTEN is sent
+            yield* listenLive(RELAYER_OUTCOME_CHANNEL, (payload) => Queue.offer(heard, payload))
             const keys = ["svc:batch:1", "svc:batch:2", "svc:batch:3"]
             for (const [i, key] of keys.entries()) {
               yield* relayer.submit({ idempotencyKey: key, venue: venue.id, to: escrow, data: cancelLock(20 + i) })
