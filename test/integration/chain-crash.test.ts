@@ -5,7 +5,7 @@ import { type Address, encodeFunctionData, type Hex } from "viem"
 import { mockUSDCAbi } from "../../src/Chain/artifacts/index.ts"
 import type { FaultPointName } from "../../src/Chain/FaultPoint.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { Relayer } from "../../src/Relayer.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
@@ -58,7 +58,7 @@ const Live = Layer.unwrapScoped(
     )
     const config = configFor(chain)
     const file = yield* scopedConfigFile("chain-crash-", config)
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+    const [port, runnerPort] = yield* freePorts(2).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),
       SETTLEMENT_CONFIG: file,

@@ -5,7 +5,7 @@ import { type Address, getAbiItem } from "viem"
 import { mockCoreDepositWalletAbi, settlementEscrowAbi } from "../../src/Chain/artifacts/index.ts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { closeOffer } from "../../src/Domain/Close.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, fundOrders, key, startTestChain, type TestChain, venueEntry } from "../support/ChainDevnet.ts"
 import { type CrashableService, spawnService, stopService } from "../support/ChainProcess.ts"
@@ -55,7 +55,7 @@ const Live = Layer.unwrapScoped(
       operator_key: key(OPERATOR),
     }
     const file = yield* scopedConfigFile("closes-crash-", config)
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+    const [port, runnerPort] = yield* freePorts(2).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),
       SETTLEMENT_CONFIG: file,

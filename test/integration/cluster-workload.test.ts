@@ -44,7 +44,7 @@ import {
 } from "../../src/Client/TakerFlow.ts"
 import { PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { account, key, sendCalls, type TestChain } from "../support/ChainDevnet.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
@@ -102,7 +102,7 @@ const alive = (r: Runner) => r.child.exitCode === null && r.child.signalCode ===
 const startRunner = (name: string, env: Record<string, string>) =>
   Effect.gen(function* () {
     for (let attempt = 1; ; attempt++) {
-      const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+      const [port, runnerPort] = yield* freePorts(2).pipe(Effect.orDie)
       const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
         env: { ...process.env, ...env, PORT: String(port), RUNNER_PORT: String(runnerPort), LOG_FORMAT: "json" },
         stdio: ["ignore", "pipe", "pipe"],

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { pollUntil } from "../support/Poll.ts"
@@ -22,7 +22,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("operator lis
   it.effect("announced at start; /metrics parses and counts requests; the log is JSON lines with request ids", () =>
     Effect.gen(function* () {
       const url = yield* Url
-      const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+      const [port, runnerPort] = yield* freePorts(2)
       const service = yield* startService({
         DATABASE_URL: url,
         PORT: String(port),
@@ -72,7 +72,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("operator lis
             busy.listen(0, "127.0.0.1", () => resolve((busy.address() as { port: number }).port)),
           ),
       )
-      const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+      const [port, runnerPort] = yield* freePorts(2)
       const result = yield* Effect.promise(
         () =>
           new Promise<{ code: number | null; out: string }>((resolve) => {

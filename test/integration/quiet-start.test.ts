@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Redacted, Stream } from "effect"
 import { runnerLine } from "../../src/Cluster/Runner.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { TestDatabaseLive, testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
 import { startService, stopProcess } from "../support/Process.ts"
@@ -122,7 +122,7 @@ layer(TestDatabaseLive, { timeout: "180 seconds", excludeTestServices: true })(
       () =>
         Effect.gen(function* () {
           const url = yield* testDatabaseUrl
-          const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+          const [port, runnerPort] = yield* freePorts(2)
           const service = yield* startService({
             DATABASE_URL: Redacted.value(url),
             PORT: String(port),

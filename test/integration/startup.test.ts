@@ -5,7 +5,7 @@ import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { expect, layer } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { clusterStorage } from "../../src/Cluster.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { databaseLayer, migrationsLoader } from "../../src/Sql/Database.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
 import { rawRequest } from "../support/Http.ts"
@@ -118,7 +118,7 @@ layer(Live, { timeout: "180 seconds", excludeTestServices: true })("start-up", (
         const url = yield* Url
         const sql = yield* SqlClient.SqlClient
         yield* dropClusterTables
-        const ports = yield* Effect.all([freePort, freePort, freePort, freePort])
+        const ports = yield* freePorts(4)
         const env = (i: number) => ({
           DATABASE_URL: Redacted.value(url),
           PORT: String(ports[i]),

@@ -10,7 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { SLOT_LIFETIME_SECONDS } from "../../src/Stream/Slots.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
@@ -55,7 +55,7 @@ const startRunnerB = (prefix: string, config: Record<string, unknown> = {}) =>
   Effect.gen(function* () {
     const { url } = yield* Env
     const configFile = yield* scopedConfigFile(prefix, { ...DevelopmentConfig, app_origins: [TEST_ORIGIN], ...config })
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+    const [port, runnerPort] = yield* freePorts(2)
     const service = yield* startService({
       DATABASE_URL: url,
       SETTLEMENT_CONFIG: configFile,

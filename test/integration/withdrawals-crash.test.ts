@@ -12,7 +12,7 @@ import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import type { Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 import { databaseLayer } from "../../src/Sql/Database.ts"
 import { scopedConfigFile } from "../support/ConfigFile.ts"
 import { testDatabaseUrl } from "../support/Database.ts"
@@ -137,7 +137,7 @@ layer(Live, { timeout: "300 seconds", excludeTestServices: true })("withdrawal d
       Effect.gen(function* () {
         const { url, node, configPath } = yield* Env
         const sql = yield* SqlClient.SqlClient
-        const [port, runnerPort] = yield* Effect.all([freePort, freePort])
+        const [port, runnerPort] = yield* freePorts(2)
         const env = {
           DATABASE_URL: url,
           SETTLEMENT_CONFIG: configPath,

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { appendFileSync } from "node:fs"
 import { Effect } from "effect"
-import { freePort } from "../../src/FreePort.ts"
+import { freePorts } from "../../src/FreePort.ts"
 
 /**
  * The service (`src/main.ts`) as a child process for the crash harness. Unlike startService it
@@ -65,7 +65,7 @@ export interface ListeningRunner {
 const PORT_TAKEN = /EADDRINUSE|is already in use/
 
 /**
- * Spawns the service on two fresh free ports (PORT, RUNNER_PORT) and waits for its "listening on" line. freePort is
+ * Spawns the service on two fresh free ports (PORT, RUNNER_PORT) and waits for its "listening on" line. freePorts is
  * racy: between its answer and the service's bind, another process may take the port (any outgoing connection
  * on the machine draws from the same ephemeral range). Such a start exits with "… is already in use"
  * (src/StartupChecks.ts) and is tried again on new ports, up to 5 times; any other exit fails with its output.
@@ -74,7 +74,7 @@ const PORT_TAKEN = /EADDRINUSE|is already in use/
 export const spawnListening = (name: string, env: Record<string, string>) =>
   Effect.gen(function* () {
     for (let attempt = 1; ; attempt++) {
-      const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+      const [port, runnerPort] = yield* freePorts(2).pipe(Effect.orDie)
       const service = spawnService({ ...env, PORT: String(port), RUNNER_PORT: String(runnerPort) })
       const outcome = yield* Effect.promise(async () => {
         for (;;) {

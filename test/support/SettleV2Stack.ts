@@ -18,7 +18,7 @@ import { DevelopmentConfig } from "../../src/DevelopmentConfig.ts"
 import { fundOrderV2TypedData, PERPS_DEX } from "../../src/Domain/EscrowTypedDataV2.ts"
 import { deriveHashlockSet, secretKeyOf } from "../../src/Domain/Hashlocks.ts"
 import { DEVNET_TIMING_V2 } from "../../src/Domain/SettlementTimingV2.ts"
-import { freePort } from "../../src/FreePort.ts"
+import { freePort, freePorts } from "../../src/FreePort.ts"
 import { account, key, sendCalls, startTestChain, type TestChain, venueEntry } from "./ChainDevnet.ts"
 import { spawnService } from "./ChainProcess.ts"
 import { scopedConfigFile } from "./ConfigFile.ts"
@@ -87,7 +87,7 @@ export const v2Stack = (
       ...(options.limits ? { limits: options.limits } : {}),
     }
     const file = yield* scopedConfigFile("settlement-v2-e2e-", config)
-    const [port, runnerPort] = yield* Effect.all([freePort, freePort]).pipe(Effect.orDie)
+    const [port, runnerPort] = yield* freePorts(2).pipe(Effect.orDie)
     const env = {
       DATABASE_URL: Redacted.value(url),
       SETTLEMENT_CONFIG: file,
