@@ -41,6 +41,13 @@ export const summarize = (row: Omit<SummaryRow, "load" | "met"> & { readonly atL
 /** Thousands separators, no decimals: 24100.4 → "24,100". */
 export const whole = (n: number) => Math.round(n).toLocaleString("en-US")
 
+/** The middle value; of an even count, the mean of the two middle ones. */
+export const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
 /**
  * Seconds each measured path runs before its first measured phase (BENCH_WARMUP_SECONDS, default 10). The JIT takes
  * that long to settle on a path of the service (a lease renewal went from ~260 to ~370 /s over its first 12 s on the

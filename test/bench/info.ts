@@ -23,7 +23,7 @@ import { testAppConfig } from "../support/TestConfig.ts"
 import { TestHttpLive } from "../support/TestServer.ts"
 import { benchLogging } from "./Logging.ts"
 import { format, type LoadResult, load } from "./load.ts"
-import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
+import { median, summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -53,12 +53,6 @@ const merge = (a: LoadResult, b: LoadResult): LoadResult => {
     p50ms: weighted(a.p50ms, b.p50ms),
     p99ms: weighted(a.p99ms, b.p99ms),
   }
-}
-
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
 }
 
 const program = Effect.gen(function* () {

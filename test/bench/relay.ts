@@ -23,7 +23,7 @@ import { account, key, startTestChain, type TestChain, venueEntry } from "../sup
 import { TestDatabaseLive } from "../support/Database.ts"
 import { testAppConfig } from "../support/TestConfig.ts"
 import { benchLogging } from "./Logging.ts"
-import { summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
+import { median, summarize, WARMUP_SECONDS, whole } from "./Summary.ts"
 
 const N = Number(process.env.BENCH_TXS ?? 400)
 const ROUNDS = Number(process.env.BENCH_RELAY_ROUNDS ?? 3)
@@ -202,8 +202,6 @@ const relayedRound = (c: TestChain, round: number) =>
     }
     return { seconds: (performance.now() - started) / 1000, stalled } satisfies Round
   })
-
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /** Rounds of `once` until `seconds` have passed (at least one). */
 const warm = async (once: () => Promise<unknown>, seconds: number) => {
